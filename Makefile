@@ -1,0 +1,36 @@
+# Trainyard: one Makefile, one venv per place that installs code (see DESIGN.md §1).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.12 2>/dev/null || echo python3)
+VENV := .venv
+STACK ?= dev
+
+# Each workload's .mk appends its own test target here.
+TEST_TARGETS := test-infra
+
+.PHONY: preflight test test-infra lint
+
+$(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-preflight.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.preflight requirements-dev.txt
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+preflight: $(VENV)/.preflight
+	$(VENV)/bin/python -m preflight --stack $(STACK)
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+
+test-infra: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest tests/infra -q
+
+-include workloads/fsdp/fsdp.mk
+-include workloads/maxtext/maxtext.mk
+
+test: $(TEST_TARGETS)
