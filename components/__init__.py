@@ -1,0 +1,1 @@
+"""Trainyard's infrastructure components (one concern per module)."""

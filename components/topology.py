@@ -1,0 +1,169 @@
+"""Accelerator facts: the single source every other module reads.
+
+A TPU slice is described by its generation and topology (e.g. v6e 4x4); everything else (chips, VMs per
+slice, machine type, GKE labels, Ray accelerator type) is derived here. A4 machines are described by their
+machine type. This module imports nothing from Pulumi so the policy pack and the workloads' launchers can
+use it too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+class TopologyError(ValueError):
+    """A generation, topology or machine type that cannot form a valid slice."""
+
+
+@dataclass(frozen=True)
+class TpuGeneration:
+    name: str
+    gke_accelerator: str
+    ray_accelerator_type: str
+    hbm_bytes_per_chip: int
+    peak_bf16_flops_per_chip: float
+    chips_per_machine_type: dict[str, int]
+    # Allowed machine types per topology; the first is the default.
+    machine_types_by_topology: dict[str, tuple[str, ...]]
+
+    @property
+    def topologies(self) -> tuple[str, ...]:
+        return tuple(self.machine_types_by_topology)
+
+
+_V6E_4T = "ct6e-standard-4t"
+
+TPU_GENERATIONS: dict[str, TpuGeneration] = {
+    "v6e": TpuGeneration(
+        name="v6e",
+        gke_accelerator="tpu-v6e-slice",
+        ray_accelerator_type="TPU-V6E",
+        hbm_bytes_per_chip=32 * 10**9,
+        peak_bf16_flops_per_chip=918e12,
+        chips_per_machine_type={"ct6e-standard-1t": 1, _V6E_4T: 4, "ct6e-standard-8t": 8},
+        machine_types_by_topology={
+            "1x1": ("ct6e-standard-1t",),
+            "2x2": (_V6E_4T,),
+            "2x4": ("ct6e-standard-8t", _V6E_4T),
+            "4x4": (_V6E_4T,),
+            "4x8": (_V6E_4T,),
+            "8x8": (_V6E_4T,),
+            "8x16": (_V6E_4T,),
+            "16x16": (_V6E_4T,),
+        },
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TpuSlice:
+    """One slice of a generation and topology, on one machine type."""
+
+    generation: TpuGeneration
+    topology: str
+    machine_type: str
+
+    @property
+    def chips(self) -> int:
+        return math.prod(int(dim) for dim in self.topology.split("x"))
+
+    @property
+    def chips_per_vm(self) -> int:
+        return self.generation.chips_per_machine_type[self.machine_type]
+
+    @property
+    def vms(self) -> int:
+        """VMs in the slice: the node count of its node pool and the hosts of its Ray worker group."""
+        return self.chips // self.chips_per_vm
+
+    @property
+    def multi_host(self) -> bool:
+        return self.vms > 1
+
+    @property
+    def pod_type(self) -> str:
+        """The slice's name in TPU terms (v6e-16), as Ray labels it."""
+        return f"{self.generation.name}-{self.chips}"
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {
+            "cloud.google.com/gke-tpu-accelerator": self.generation.gke_accelerator,
+            "cloud.google.com/gke-tpu-topology": self.topology,
+        }
+
+
+def tpu_generation(name: str) -> TpuGeneration:
+    try:
+        return TPU_GENERATIONS[name]
+    except KeyError:
+        raise TopologyError(
+            f"{name!r} is not a supported TPU generation (allowed: {', '.join(TPU_GENERATIONS)})"
+        ) from None
+
+
+def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -> TpuSlice:
+    """The slice for a generation and topology; the machine type is derived when not given."""
+    gen = tpu_generation(generation)
+    allowed = gen.machine_types_by_topology.get(topology)
+    if allowed is None:
+        raise TopologyError(
+            f"{topology!r} is not a {gen.name} topology (allowed: {', '.join(gen.topologies)})"
+        )
+    if machine_type is None:
+        machine_type = allowed[0]
+    elif machine_type not in allowed:
+        raise TopologyError(
+            f"{machine_type!r} cannot form a {gen.name} {topology} slice (allowed: {', '.join(allowed)})"
+        )
+    return TpuSlice(generation=gen, topology=topology, machine_type=machine_type)
+
+
+@dataclass(frozen=True)
+class GpuMachine:
+    """A GPU machine type with its accelerators and the NICs GPUDirect RDMA needs."""
+
+    machine_type: str
+    accelerator: str
+    gpus_per_vm: int
+    rdma_nics: int
+    extra_gvnics: int
+    peak_bf16_flops_per_gpu: float
+    nccl_tuner_config: str
+
+    @property
+    def gvnic_network_names(self) -> tuple[str, ...]:
+        """Names of the extra gVNIC networks (GKE's own default interface is eth0)."""
+        return tuple(f"gvnic-{index + 1}" for index in range(self.extra_gvnics))
+
+    @property
+    def rdma_network_names(self) -> tuple[str, ...]:
+        return tuple(f"rdma-{index}" for index in range(self.rdma_nics))
+
+    @property
+    def additional_network_names(self) -> tuple[str, ...]:
+        """Extra NICs in pod-interface order: eth1.. are the gVNICs, then the RDMA NICs."""
+        return self.gvnic_network_names + self.rdma_network_names
+
+
+GPU_MACHINES: dict[str, GpuMachine] = {
+    "a4-highgpu-8g": GpuMachine(
+        machine_type="a4-highgpu-8g",
+        accelerator="nvidia-b200",
+        gpus_per_vm=8,
+        rdma_nics=8,
+        extra_gvnics=1,
+        peak_bf16_flops_per_gpu=2.25e15,
+        nccl_tuner_config="tuner_config_a4.txtpb",
+    ),
+}
+
+
+def gpu_machine(machine_type: str) -> GpuMachine:
+    try:
+        return GPU_MACHINES[machine_type]
+    except KeyError:
+        raise TopologyError(
+            f"{machine_type!r} is not a supported GPU machine type (allowed: {', '.join(GPU_MACHINES)})"
+        ) from None
