@@ -1,0 +1,141 @@
+"""The GKE Standard cluster with the Ray operator and GCS FUSE add-ons, its system pool and kubeconfig."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components import node_pools
+from components.config import StackConfig
+from components.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
+
+SYSTEM_POOL_NAME = "system"
+
+
+def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin: no keys or tokens stored."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
+            ],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "gke-gcloud-auth-plugin",
+                            "provideClusterInfo": True,
+                            "installHint": "gcloud components install gke-gcloud-auth-plugin",
+                        }
+                    },
+                }
+            ],
+        }
+    )
+
+
+class Cluster(pulumi.ComponentResource):
+    cluster: gcp.container.Cluster
+    system_pool: gcp.container.NodePool
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(
+        self, name: str, config: StackConfig, networks: Networks, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("trainyard:infra:Cluster", name, None, opts)
+        self.cluster = self._cluster(config, networks)
+        self.system_pool = self._system_pool(config)
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
+            ).apply(lambda parts: kubeconfig(*parts))
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
+        )
+        self.register_outputs(
+            {"name": self.cluster.name, "endpoint": self.cluster.endpoint, "kubeconfig": self.kubeconfig}
+        )
+
+    def _cluster(self, config: StackConfig, networks: Networks) -> gcp.container.Cluster:
+        cluster = config.cluster
+        return gcp.container.Cluster(
+            cluster.name,
+            name=cluster.name,
+            location=config.zone,
+            network=networks.primary.id,
+            subnetwork=networks.primary_subnet.id,
+            # GKE needs one node to create a cluster; the system pool replaces the default pool.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            min_master_version=cluster.version,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cluster.release_channel),
+            deletion_protection=cluster.deletion_protection,
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_multi_networking=True,
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=POD_RANGE_NAME, services_secondary_range_name=SERVICE_RANGE_NAME
+            ),
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{config.project}.svc.id.goog"
+            ),
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                ray_operator_configs=[
+                    gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
+                        enabled=True,
+                        ray_cluster_logging_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterLoggingConfigArgs(
+                            enabled=True
+                        ),
+                        ray_cluster_monitoring_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterMonitoringConfigArgs(
+                            enabled=True
+                        ),
+                    )
+                ],
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+            ),
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS", "DCGM"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+            ),
+            enable_shielded_nodes=True,
+            enable_legacy_abac=False,
+            master_auth=gcp.container.ClusterMasterAuthArgs(
+                client_certificate_config=gcp.container.ClusterMasterAuthClientCertificateConfigArgs(
+                    issue_client_certificate=False
+                )
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _system_pool(self, config: StackConfig) -> gcp.container.NodePool:
+        pool = config.cluster.system_pool
+        return gcp.container.NodePool(
+            SYSTEM_POOL_NAME,
+            name=SYSTEM_POOL_NAME,
+            cluster=self.cluster.name,
+            location=config.zone,
+            initial_node_count=pool.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
+            ),
+            management=node_pools.management("onDemand"),
+            node_config=node_pools.node_config(
+                pool.machine_type,
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -1,0 +1,65 @@
+"""A4 (8 x B200) node pools: DWS flex-start with queued provisioning, or another capacity mode."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components import node_pools
+from components.config import GpuPoolConfig, StackConfig
+from components.network import Networks
+
+
+class GpuPools(pulumi.ComponentResource):
+    pools: dict[str, gcp.container.NodePool]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        cluster: gcp.container.Cluster,
+        networks: Networks,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:infra:GpuPools", name, None, opts)
+        self.pools = {pool.name: self._pool(pool, config, cluster, networks) for pool in config.gpu_pools}
+        self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
+
+    def _pool(
+        self, pool: GpuPoolConfig, config: StackConfig, cluster: gcp.container.Cluster, networks: Networks
+    ) -> gcp.container.NodePool:
+        machine = pool.machine
+        flex_start = node_pools.is_flex_start(pool.capacity)
+        queued = pool.capacity == "dwsQueued"
+        return gcp.container.NodePool(
+            pool.name,
+            name=pool.name,
+            cluster=cluster.name,
+            location=config.zone,
+            node_locations=[config.zone],
+            initial_node_count=pool.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=pool.min_nodes,
+                total_max_node_count=pool.max_nodes,
+                location_policy="ANY" if flex_start else None,
+            ),
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if queued else None,
+            management=node_pools.management(pool.capacity),
+            # The gVNIC NIC first (eth1), then the RDMA NICs (eth2..): the order pods' interfaces follow.
+            network_config=node_pools.additional_networks(networks.gvnic + networks.rdma),
+            node_config=node_pools.node_config(
+                machine.machine_type,
+                pool.capacity,
+                pool.reservation,
+                guest_accelerators=[
+                    gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                        type=machine.accelerator,
+                        count=machine.gpus_per_vm,
+                        gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                            gpu_driver_version=pool.gpu_driver_version
+                        ),
+                    )
+                ],
+            ),
+            opts=node_pools.pool_options(self, pool.capacity),
+        )

@@ -1,0 +1,123 @@
+"""VPCs for accelerators: the primary VPC, TPU DCN VPCs, and the A4 gVNIC and RDMA VPCs (MTU from config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.config import StackConfig
+
+POD_RANGE_NAME = "pods"
+SERVICE_RANGE_NAME = "services"
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """A VPC and subnet a node pool attaches as an additional node network."""
+
+    network: gcp.compute.Network
+    subnetwork: gcp.compute.Subnetwork
+
+
+class Networks(pulumi.ComponentResource):
+    """Every VPC the stack needs; DCN, gVNIC and RDMA VPCs only when the configured pools use them."""
+
+    primary: gcp.compute.Network
+    primary_subnet: gcp.compute.Subnetwork
+    dcn: list[NodeNetwork]
+    gvnic: list[NodeNetwork]
+    rdma: list[NodeNetwork]
+
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainyard:infra:Networks", name, None, opts)
+        self._config = config
+        self._prefix = config.cluster.name
+        self.primary = self._vpc(f"{self._prefix}-primary")
+        self.primary_subnet = self._subnet(
+            f"{self._prefix}-primary",
+            self.primary,
+            config.network.node_range,
+            secondary_ip_ranges=[
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                    range_name=POD_RANGE_NAME, ip_cidr_range=str(config.network.pod_range)
+                ),
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                    range_name=SERVICE_RANGE_NAME, ip_cidr_range=str(config.network.service_range)
+                ),
+            ],
+        )
+        self.dcn = self._dcn_networks() if config.multislice else []
+        self.gvnic = self._gvnic_networks() if config.gpu_pools else []
+        self.rdma = self._rdma_networks() if config.gpu_pools else []
+        self.register_outputs(
+            {
+                "primary": self.primary.name,
+                "dcn": [node_network.network.name for node_network in self.dcn],
+                "gvnic": [node_network.network.name for node_network in self.gvnic],
+                "rdma": [node_network.network.name for node_network in self.rdma],
+            }
+        )
+
+    def _vpc(self, name: str, **extra: object) -> gcp.compute.Network:
+        return gcp.compute.Network(
+            name,
+            name=name,
+            auto_create_subnetworks=False,
+            mtu=self._config.network.mtu,
+            opts=pulumi.ResourceOptions(parent=self),
+            **extra,
+        )
+
+    def _subnet(
+        self, name: str, network: gcp.compute.Network, cidr: IPv4Network, **extra: object
+    ) -> gcp.compute.Subnetwork:
+        return gcp.compute.Subnetwork(
+            name,
+            name=name,
+            network=network.id,
+            region=self._config.region,
+            ip_cidr_range=str(cidr),
+            opts=pulumi.ResourceOptions(parent=self),
+            **extra,
+        )
+
+    def _node_network(self, name: str, cidr: IPv4Network, **vpc_extra: object) -> NodeNetwork:
+        network = self._vpc(f"{name}-net", **vpc_extra)
+        return NodeNetwork(network, self._subnet(f"{name}-sub", network, cidr))
+
+    def _dcn_networks(self) -> list[NodeNetwork]:
+        """Cross-slice traffic (MEGASCALE) leaves the TPU VMs on these two extra NICs, attached through DRANET."""
+        return [
+            self._node_network(f"{self._prefix}-dcn-{index + 1}", cidr)
+            for index, cidr in enumerate(self._config.network.dcn_ranges)
+        ]
+
+    def _gvnic_networks(self) -> list[NodeNetwork]:
+        node_network = self._node_network(f"{self._prefix}-gvnic-1", self._config.network.gvnic_range)
+        gcp.compute.Firewall(
+            f"{self._prefix}-gvnic-1-internal",
+            name=f"{self._prefix}-gvnic-1-internal",
+            network=node_network.network.id,
+            source_ranges=[str(self._config.network.gvnic_range)],
+            allows=[
+                gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
+                gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
+                gcp.compute.FirewallAllowArgs(protocol="icmp"),
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return [node_network]
+
+    def _rdma_networks(self) -> list[NodeNetwork]:
+        """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC."""
+        profile = (
+            f"projects/{self._config.project}/global/networkProfiles/{self._config.zone}-vpc-roce"
+        )
+        network = self._vpc(f"{self._prefix}-rdma-net", network_profile=profile)
+        return [
+            NodeNetwork(network, self._subnet(f"{self._prefix}-rdma-sub-{index}", network, cidr))
+            for index, cidr in enumerate(self._config.network.rdma_ranges)
+        ]

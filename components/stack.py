@@ -1,0 +1,39 @@
+"""The whole stack: networks, cluster, accelerator pools and storage, wired from one StackConfig."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.cluster import Cluster
+from components.config import StackConfig
+from components.gpu_pools import GpuPools
+from components.network import Networks
+from components.storage import Storage
+from components.tpu_slices import TpuSlices
+
+
+class TrainyardStack(pulumi.ComponentResource):
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainyard:infra:Stack", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.networks = Networks("networks", config, child)
+        self.cluster = Cluster("cluster", config, self.networks, child)
+        self.tpu_slices = TpuSlices("tpu-slices", config, self.cluster.cluster, self.networks, child)
+        self.gpu_pools = GpuPools("gpu-pools", config, self.cluster.cluster, self.networks, child)
+        self.storage = Storage("storage", config, self.cluster.provider, child)
+        self.credentials_command = pulumi.Output.concat(
+            "gcloud container clusters get-credentials ", self.cluster.cluster.name,
+            f" --location {config.zone} --project {config.project}",
+        )
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, object]:
+        return {
+            "clusterName": self.cluster.cluster.name,
+            "clusterEndpoint": self.cluster.cluster.endpoint,
+            "kubeconfig": self.cluster.kubeconfig,
+            "bucket": self.storage.bucket.name,
+            "tpuPools": [pool.name for pool in self.tpu_slices.pools.values()],
+            "gpuPools": [pool.name for pool in self.gpu_pools.pools.values()],
+            "getCredentials": self.credentials_command,
+        }

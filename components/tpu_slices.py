@@ -1,0 +1,71 @@
+"""TPU slices: one node pool per slice, sized and placed from the slice's topology facts."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components import node_pools
+from components.config import StackConfig, TpuSliceConfig
+from components.network import Networks
+
+DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
+
+
+class TpuSlices(pulumi.ComponentResource):
+    pools: dict[str, gcp.container.NodePool]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        cluster: gcp.container.Cluster,
+        networks: Networks,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:infra:TpuSlices", name, None, opts)
+        self.pools = {
+            pool_name: self._slice_pool(pool_name, group, config, cluster, networks)
+            for group in config.tpu_slices
+            for pool_name in group.pool_names
+        }
+        self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
+
+    def _slice_pool(
+        self,
+        pool_name: str,
+        group: TpuSliceConfig,
+        config: StackConfig,
+        cluster: gcp.container.Cluster,
+        networks: Networks,
+    ) -> gcp.container.NodePool:
+        tpu = group.slice
+        flex_start = node_pools.is_flex_start(group.capacity)
+        return gcp.container.NodePool(
+            pool_name,
+            name=pool_name,
+            cluster=cluster.name,
+            location=config.zone,
+            node_locations=[config.zone],
+            # A slice is all of its VMs or nothing: fixed size, or (flex-start) 0 until a workload asks.
+            node_count=None if flex_start else tpu.vms,
+            initial_node_count=0 if flex_start else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=tpu.vms)
+            if flex_start
+            else None,
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
+            if tpu.multi_host
+            else None,
+            management=node_pools.management(group.capacity),
+            network_config=node_pools.additional_networks(networks.dcn),
+            node_config=node_pools.node_config(
+                tpu.machine_type,
+                group.capacity,
+                group.reservation,
+                labels={DRANET_LABEL: "true"},
+                advanced_machine_features=gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(
+                    threads_per_core=1
+                ),
+            ),
+            opts=node_pools.pool_options(self, group.capacity),
+        )

@@ -1,0 +1,114 @@
+"""Pulumi mocks that answer like the cloud would, and a monitor that records what the engine would receive."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from pulumi.runtime import mocks
+from pulumi.runtime.settings import get_project, get_stack
+
+MOCK_PROJECT_NUMBER = "123456789012"
+MOCK_ENDPOINT = "203.0.113.10"  # TEST-NET-3: never a real address
+
+# The SDK's wire markers (sdk/python/lib/pulumi/runtime/rpc.py).
+SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SECRET_PLACEHOLDER = "[secret]"
+
+
+class CloudMocks(mocks.Mocks):
+    """Echo every input back as output (so dependent inputs resolve) and fill what the cloud computes."""
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = dict(args.inputs)
+        name = state.get("name") or args.name
+        state.setdefault("name", name)
+        state.setdefault("selfLink", f"https://mock.invalid/{args.typ}/{name}")
+        if args.typ == "gcp:container/cluster:Cluster":
+            state["endpoint"] = MOCK_ENDPOINT
+            ca = base64.b64encode(b"mock cluster CA").decode()
+            state["masterAuth"] = {**state.get("masterAuth", {}), "clusterCaCertificate": ca}
+        if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
+            state["metadata"] = {"name": args.name, **state["metadata"]}
+        return f"{name}-id", state
+
+    def call(self, args: mocks.MockCallArgs) -> dict[str, Any]:
+        if args.token == "gcp:organizations/getProject:getProject":
+            project_id = args.args.get("projectId", "mock-project")
+            return {"number": MOCK_PROJECT_NUMBER, "projectId": project_id, "name": project_id}
+        return {}
+
+
+@dataclass
+class Registration:
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    provider: str | None
+    dependencies: list[str]
+    inputs: dict[str, Any]
+
+
+def engine_value(value: Any) -> Any:
+    """Wire values as the engine hands them to providers and policies, with secrets masked."""
+    if isinstance(value, dict):
+        if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
+            return SECRET_PLACEHOLDER
+        if value.get(SPECIAL_SIG_KEY) == RESOURCE_SIG:
+            return value.get("urn")
+        return {key: engine_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [engine_value(item) for item in value]
+    return value
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """Records each registration with engine URNs (the mock's URNs drop the parent type chain)."""
+
+    registrations: list[Registration]
+
+    def __init__(self, mocks_impl: mocks.Mocks):
+        super().__init__(mocks_impl)
+        self.registrations = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        qualified = type_
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != "pulumi:pulumi:Stack":
+                qualified = f"{parent_type}${type_}"
+        return f"urn:pulumi:{get_stack()}::{get_project()}::{qualified}::{name}"
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registrations.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent or None,
+                    custom=bool(request.custom),
+                    provider=_provider_urn(request.provider, request.type, request.custom),
+                    dependencies=list(request.dependencies),
+                    inputs=engine_value(json_format.MessageToDict(request.object)),
+                )
+            )
+        return response
+
+
+def _provider_urn(reference: str, type_: str, custom: bool) -> str | None:
+    """An explicit provider's URN, or the engine's default provider for the resource's package."""
+    if reference:
+        return reference.rsplit("::", 1)[0]
+    if not custom or type_.startswith("pulumi:providers:"):
+        return None
+    package = type_.split(":", 1)[0]
+    return f"urn:pulumi:{get_stack()}::{get_project()}::pulumi:providers:{package}::default"

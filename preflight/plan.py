@@ -1,0 +1,89 @@
+"""Run the program under mocks and turn what it registers into a plan."""
+
+from __future__ import annotations
+
+import contextvars
+import runpy
+import sys
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from preflight.mocks import SECRET_PLACEHOLDER, CloudMocks, RecordingMonitor, Registration
+from preflight.stack_files import read_stack_files
+
+
+@dataclass
+class Plan:
+    project: str
+    stack: str
+    config: dict[str, Any]
+    resources: list[Registration]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "stack": self.stack,
+            "config": self.config,
+            "resources": [asdict(resource) for resource in self.resources],
+            "outputs": self.outputs,
+        }
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [resource for resource in self.resources if resource.type == type_]
+
+
+def _stack_outputs() -> dict[str, Any]:
+    """The program's exports, resolved (set_mocks finishes the root stack before they are registered)."""
+    exports = pulumi.runtime.get_root_resource().outputs
+
+    async def resolve() -> dict[str, Any]:
+        values = {}
+        for key, output in exports.items():
+            output = pulumi.Output.from_input(output)
+            values[key] = SECRET_PLACEHOLDER if await output.is_secret() else await output.future()
+        return values
+
+    return _sync_await(resolve())
+
+
+def _run_program(
+    main: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]
+) -> tuple[RecordingMonitor, dict[str, Any]]:
+    monitor = RecordingMonitor(CloudMocks())
+    pulumi.runtime.set_all_config(config, secret_keys)
+    pulumi.runtime.set_mocks(CloudMocks(), project=project, stack=stack, preview=False, monitor=monitor)
+    program_dir = str(main.parent)
+    sys.path.insert(0, program_dir)
+    try:
+        with warnings.catch_warnings():
+            # pulumi_gcp's modules warn about deprecated resources on import; they are not ours.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+        outputs = _stack_outputs()
+    finally:
+        sys.path.remove(program_dir)
+    return monitor, outputs
+
+
+def plan_stack(stack: str, project_dir: Path) -> Plan:
+    """Plan a stack of the project in `project_dir`; program errors propagate unchanged."""
+    files = read_stack_files(project_dir, stack)
+    # A fresh context per plan: Pulumi keeps its settings, config and root stack in context variables.
+    monitor, outputs = contextvars.Context().run(
+        _run_program, files.main, files.project, stack, files.config, files.secret_keys
+    )
+    shown_config = {key: "[secret]" if key in files.secret_keys else value for key, value in files.config.items()}
+    return Plan(
+        project=files.project,
+        stack=stack,
+        config=shown_config,
+        resources=monitor.registrations,
+        outputs=outputs,
+    )
