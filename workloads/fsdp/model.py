@@ -1,0 +1,89 @@
+"""Model loading and FSDP2 sharding: from_pretrained, optional LoRA and compile, fully_shard per decoder layer."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+from workloads.fsdp.config import ConfigError, TrainConfig
+from workloads.fsdp.distributed import DistInfo, main_process_first
+from workloads.fsdp.lora import apply_lora
+
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def choose_attn_implementation(requested: str, device: torch.device) -> str:
+    """flash_attention_2 when it can run, else SDPA; transformers 5 raises instead of falling back."""
+    from transformers.utils import is_flash_attn_2_available
+
+    flash_ok = device.type == "cuda" and is_flash_attn_2_available()
+    if requested == "auto":
+        return "flash_attention_2" if flash_ok else "sdpa"
+    if requested == "flash_attention_2" and not flash_ok:
+        raise ConfigError("--attn-implementation / ATTN_IMPLEMENTATION = 'flash_attention_2' needs a CUDA device "
+                          "and the flash-attn package; use auto, sdpa or eager")
+    return requested
+
+
+def _ensure_downloaded(config: TrainConfig, info: DistInfo) -> None:
+    """One download per node (local rank 0 first) instead of eight processes racing on the HF cache."""
+    if os.path.isdir(config.model_id):
+        return
+    from huggingface_hub import snapshot_download
+
+    with main_process_first(info):
+        if info.local_rank == 0:
+            snapshot_download(config.model_id, token=os.environ.get("HF_TOKEN"),
+                              allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+
+
+def load_model(config: TrainConfig, info: DistInfo) -> nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    _ensure_downloaded(config, info)
+    attn = choose_attn_implementation(config.attn_implementation, info.device)
+    model = AutoModelForCausalLM.from_pretrained(
+        config.model_id, dtype=DTYPES[config.param_dtype], attn_implementation=attn,
+        token=os.environ.get("HF_TOKEN"))
+    model.config.use_cache = False
+    return model
+
+
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The repeated transformer blocks, found by the class names the model declares unsplittable."""
+    names = set(getattr(model, "_no_split_modules", None) or [])
+    inner = getattr(model, "get_base_model", lambda: model)()
+    names |= set(getattr(inner, "_no_split_modules", None) or [])
+    layers = [module for module in model.modules() if type(module).__name__ in names]
+    if not layers:
+        raise ValueError(f"no decoder layers found in {type(model).__name__} (looked for {sorted(names)})")
+    return layers
+
+
+def shard_model(model: nn.Module, config: TrainConfig, info: DistInfo) -> nn.Module:
+    mesh = init_device_mesh(info.device.type, (info.world_size,))
+    policy = MixedPrecisionPolicy(param_dtype=DTYPES[config.mixed_precision], reduce_dtype=torch.float32)
+    for layer in decoder_layers(model):
+        fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=True)
+    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=True)
+    return model
+
+
+def compile_layers(model: nn.Module, backend: str) -> None:
+    """Compile block by block (as torchtitan does): static row shapes, one graph reused by every layer."""
+    for layer in decoder_layers(model):
+        layer.compile(backend=backend, dynamic=False)
+
+
+def build_model(config: TrainConfig, info: DistInfo) -> nn.Module:
+    torch.manual_seed(config.seed)
+    model = load_model(config, info)
+    if config.peft:
+        model = apply_lora(model, config)
+    if config.compile:
+        compile_layers(model, config.compile_backend)
+    return shard_model(model, config, info)
