@@ -72,18 +72,18 @@ def _run_program(
     return monitor, outputs
 
 
-def plan_stack(stack: str, project_dir: Path) -> Plan:
-    """Plan a stack of the project in `project_dir`; program errors propagate unchanged."""
-    files = read_stack_files(project_dir, stack)
+def plan_config(
+    project: str, stack: str, main: Path, config: dict[str, str], secret_keys: list[str] | None = None
+) -> Plan:
+    """Plan the program at `main` with the given raw config (key -> engine text); program errors propagate."""
+    secret_keys = secret_keys or []
     # A fresh context per plan: Pulumi keeps its settings, config and root stack in context variables.
-    monitor, outputs = contextvars.Context().run(
-        _run_program, files.main, files.project, stack, files.config, files.secret_keys
-    )
-    shown_config = {key: "[secret]" if key in files.secret_keys else value for key, value in files.config.items()}
-    return Plan(
-        project=files.project,
-        stack=stack,
-        config=shown_config,
-        resources=monitor.registrations,
-        outputs=outputs,
-    )
+    monitor, outputs = contextvars.Context().run(_run_program, main, project, stack, config, secret_keys)
+    shown_config = {key: SECRET_PLACEHOLDER if key in secret_keys else value for key, value in config.items()}
+    return Plan(project=project, stack=stack, config=shown_config, resources=monitor.registrations, outputs=outputs)
+
+
+def plan_stack(stack: str, project_dir: Path) -> Plan:
+    """Plan a stack of the project in `project_dir` with the settings of its Pulumi.<stack>.yaml."""
+    files = read_stack_files(project_dir, stack)
+    return plan_config(files.project, stack, files.main, files.config, files.secret_keys)

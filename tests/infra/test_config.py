@@ -1,0 +1,113 @@
+"""The stack config: the dev stack parses with its documented defaults; bad values stop with a precise message."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import ConfigError, load_stack_config
+from tests.infra.conftest import as_engine_config, dev_config_values
+
+
+def load(values):
+    return load_stack_config(as_engine_config(values))
+
+
+def test_dev_stack_parses_with_defaults():
+    config = load(dev_config_values())
+    assert config.network.mtu == 8896
+    assert [str(r) for r in config.network.dcn_ranges] == ["10.50.0.0/16", "10.60.0.0/16"]
+    assert [str(r) for r in config.network.rdma_ranges] == [f"192.168.{n + 1}.0/24" for n in range(8)]
+    (slices,) = config.tpu_slices
+    assert (slices.slice.vms, slices.slice.machine_type, slices.pool_names) == (4, "ct6e-standard-4t", ["v6e-16-0", "v6e-16-1"])
+    (gpu,) = config.gpu_pools
+    assert (gpu.machine_type, gpu.capacity, gpu.max_nodes) == ("a4-highgpu-8g", "dwsQueued", 10)
+    assert config.storage.delete_with_stack is False
+    assert config.bucket_location == "US-EAST5"
+
+
+def test_minimal_config_takes_documented_defaults():
+    config = load({"gcp:project": "my-proj-1", "gcp:region": "us-central1", "trainyard:zone": "us-central1-b",
+                   "trainyard:storage": {"bucket": "my-bucket"}})
+    assert (config.cluster.name, config.cluster.version, config.cluster.release_channel) == ("trainyard", "1.35", "REGULAR")
+    assert config.cluster.deletion_protection is True
+    assert (config.cluster.system_pool.machine_type, config.cluster.system_pool.min_nodes) == ("e2-standard-8", 3)
+    assert config.tpu_slices == () and config.gpu_pools == ()
+    assert (config.storage.namespace, config.storage.service_account) == ("trainyard", "trainyard-runner")
+
+
+def _set(*path_and_value):
+    """An edit that sets values[path...] = value (creating nothing: the path must exist or be a leaf)."""
+    *path, value = path_and_value
+
+    def edit(values):
+        target = values
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return edit
+
+
+def _add_slice(**fields):
+    return lambda values: values["trainyard:tpuSlices"].append({"name": "extra", "topology": "2x2", **fields})
+
+
+def _delete(key):
+    return lambda values: values.pop(key)
+
+
+BAD_CONFIGS = [
+    # (edit, key path in the message, value in the message, words of the rule)
+    (_add_slice(topology="4x3"), "trainyard:tpuSlices[1].topology", '"4x3"', "is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4"),
+    (_set("trainyard:tpuSlices", 0, "generation", "v9"), "trainyard:tpuSlices[0].generation", '"v9"', "not a supported TPU generation"),
+    (_set("trainyard:tpuSlices", 0, "machineType", "ct6e-standard-8t"), "trainyard:tpuSlices[0].machineType", '"ct6e-standard-8t"', "cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)"),
+    (_set("trainyard:tpuSlices", 0, "capacity", "dwsQueued"), "trainyard:tpuSlices[0].capacity", '"dwsQueued"', "rejects TPU flex-start pools with queued provisioning"),
+    (_set("trainyard:tpuSlices", 0, "capacity", "reservation"), "trainyard:tpuSlices[0].reservation", "", 'is required when capacity is "reservation"'),
+    (_set("trainyard:tpuSlices", 0, "reservation", "my-res"), "trainyard:tpuSlices[0].reservation", '"my-res"', 'only allowed with capacity "reservation"'),
+    (_set("trainyard:tpuSlices", 0, "count", 0), "trainyard:tpuSlices[0].count", "0", "out of range (allowed: >= 1)"),
+    (_set("trainyard:tpuSlices", 0, "topolgy", "4x4"), "trainyard:tpuSlices[0].topolgy", "", "not a known key (allowed: name, generation, topology"),
+    (_set("trainyard:network", "mtu", 9000), "trainyard:network.mtu", "9000", "out of range (allowed: 1300 to 8896)"),
+    (_set("trainyard:network", "mtu", "big"), "trainyard:network.mtu", '"big"', "is not allowed"),
+    (_set("trainyard:network", "podRange", "10.50.0.0/19"), "trainyard:network.dcnRanges[0]", '"10.50.0.0/16"', "overlaps trainyard:network.podRange 10.50.0.0/19"),
+    (_set("trainyard:network", "gvnicRange", "192.168.1.0/24"), "trainyard:network.rdmaRanges[0]", '"192.168.1.0/24"', "overlaps trainyard:network.gvnicRange"),
+    (_set("trainyard:network", "nodeRange", "10.0.0.1/20"), "trainyard:network.nodeRange", '"10.0.0.1/20"', "is not allowed"),
+    (_set("trainyard:network", "rdmaRanges", ["192.168.1.0/24"]), "trainyard:network.rdmaRanges", '["192.168.1.0/24"]', "allowed: exactly 8, one per RDMA NIC"),
+    (_set("trainyard:network", "podRange", "10.64.0.0/21"), "trainyard:network.podRange", '"10.64.0.0/21"', "holds 8 nodes but the pools can reach 23 (allowed: /19 or larger)"),
+    (_set("trainyard:gpuPools", 0, "capacity", "dws"), "trainyard:gpuPools[0].capacity", '"dws"', "allowed: dwsQueued, flexStart, spot, onDemand, reservation"),
+    (_set("trainyard:gpuPools", 0, "machineType", "a3-highgpu-8g"), "trainyard:gpuPools[0].machineType", '"a3-highgpu-8g"', "not a supported GPU machine type (allowed: a4-highgpu-8g)"),
+    (_set("trainyard:gpuPools", 0, "minNodes", 2), "trainyard:gpuPools[0].minNodes", "2", 'not allowed with capacity "dwsQueued": flex-start pools scale from 0'),
+    (_set("trainyard:gpuPools", 0, "maxNodes", 0), "trainyard:gpuPools[0].maxNodes", "0", "out of range (allowed: >= 1)"),
+    (_set("trainyard:gpuPools", 0, "name", "v6e-16-1"), "trainyard:gpuPools[0].name", '"v6e-16-1"', "already used by trainyard:tpuSlices[0].name"),
+    (_set("trainyard:gpuPools", 0, "gpuDriverVersion", "555"), "trainyard:gpuPools[0].gpuDriverVersion", '"555"', "allowed: DEFAULT, LATEST, INSTALLATION_DISABLED"),
+    (_set("trainyard:cluster", "releaseChannel", "FAST"), "trainyard:cluster.releaseChannel", '"FAST"', "allowed: RAPID, REGULAR, STABLE, EXTENDED, UNSPECIFIED"),
+    (_set("trainyard:cluster", "version", "1.33"), "trainyard:cluster.version", '"1.33"', "too old: DRANET and resource.k8s.io/v1 need it (allowed: 1.34 or newer)"),
+    (_set("trainyard:cluster", "name", "Trainyard_Dev"), "trainyard:cluster.name", '"Trainyard_Dev"', "is not allowed"),
+    (_set("trainyard:zone", "europe-west4-a"), "trainyard:zone", '"europe-west4-a"', "is not in gcp:region us-east5"),
+    (_set("trainyard:storage", "bucket", "UPPER"), "trainyard:storage.bucket", '"UPPER"', "is not allowed"),
+    (_delete("trainyard:storage"), "trainyard:storage", "", "is required but not set"),
+    (_set("trainyard:tpuslices", []), "trainyard:tpuslices", "", "not a known key (allowed: gcp:project, gcp:region, trainyard:zone"),
+]
+
+
+@pytest.mark.parametrize(("edit", "path", "value", "rule"), BAD_CONFIGS, ids=[case[1] for case in BAD_CONFIGS])
+def test_bad_config_is_refused_with_key_value_and_rule(edit, path, value, rule):
+    values = dev_config_values()
+    edit(values)
+    with pytest.raises(ConfigError) as error:
+        load(values)
+    lines = str(error.value).splitlines()
+    matching = [line for line in lines if line.startswith(f"{path}: {value}".rstrip())]
+    assert matching, f"no line for {path} in:\n{error.value}"
+    assert any(rule in line for line in matching), f"rule {rule!r} missing in:\n{error.value}"
+
+
+def test_every_problem_is_reported_at_once():
+    values = dev_config_values()
+    values["trainyard:network"]["mtu"] = 100
+    values["trainyard:gpuPools"][0]["capacity"] = "dws"
+    with pytest.raises(ConfigError) as error:
+        load(values)
+    assert [problem.path for problem in error.value.problems] == [
+        "trainyard:network.mtu",
+        "trainyard:gpuPools[0].capacity",
+    ]

@@ -1,0 +1,87 @@
+"""Accelerator facts: every v6e topology, the seeds' mappings, and the errors for shapes that cannot exist."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from components import topology
+from tests.infra.conftest import PROJECT_DIR
+
+V6E_EXPECTED = {
+    # topology: (chips, default machine type, VMs, multi-host)
+    "1x1": (1, "ct6e-standard-1t", 1, False),
+    "2x2": (4, "ct6e-standard-4t", 1, False),
+    "2x4": (8, "ct6e-standard-8t", 1, False),
+    "4x4": (16, "ct6e-standard-4t", 4, True),
+    "4x8": (32, "ct6e-standard-4t", 8, True),
+    "8x8": (64, "ct6e-standard-4t", 16, True),
+    "8x16": (128, "ct6e-standard-4t", 32, True),
+    "16x16": (256, "ct6e-standard-4t", 64, True),
+}
+
+
+def test_v6e_lists_exactly_the_expected_topologies():
+    assert topology.tpu_generation("v6e").topologies == tuple(V6E_EXPECTED)
+
+
+@pytest.mark.parametrize("shape", V6E_EXPECTED)
+def test_every_v6e_topology(shape):
+    chips, machine_type, vms, multi_host = V6E_EXPECTED[shape]
+    tpu = topology.tpu_slice("v6e", shape)
+    assert (tpu.chips, tpu.machine_type, tpu.vms, tpu.multi_host) == (chips, machine_type, vms, multi_host)
+    assert tpu.chips_per_vm * tpu.vms == tpu.chips == math.prod(map(int, shape.split("x")))
+    assert tpu.generation.gke_accelerator == "tpu-v6e-slice"
+    assert tpu.pod_type == f"v6e-{chips}"
+    assert tpu.node_selector == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": shape,
+    }
+
+
+@pytest.mark.parametrize(
+    ("shape", "machine_type", "vms", "chips_per_vm"),
+    [
+        ("4x4", "ct6e-standard-4t", 4, 4),  # the multislice seed: 16 chips on 4 VMs
+        ("2x4", "ct6e-standard-4t", 2, 4),  # the first-JAX-job seed, multi-VM
+        ("2x4", "ct6e-standard-8t", 1, 8),  # ... and its single-VM bonus
+        ("2x2", "ct6e-standard-4t", 1, 4),
+        ("1x1", "ct6e-standard-1t", 1, 1),
+    ],
+)
+def test_seed_tables(shape, machine_type, vms, chips_per_vm):
+    tpu = topology.tpu_slice("v6e", shape, machine_type)
+    assert (tpu.vms, tpu.chips_per_vm) == (vms, chips_per_vm)
+    assert tpu.multi_host == (vms > 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("v6e", "4x3"), "'4x3' is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16)"),
+        (("v9z", "4x4"), "'v9z' is not a supported TPU generation (allowed: v6e)"),
+        (("v6e", "4x4", "ct6e-standard-8t"), "'ct6e-standard-8t' cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)"),
+        (("v6e", "1x1", "ct6e-standard-4t"), "'ct6e-standard-4t' cannot form a v6e 1x1 slice (allowed: ct6e-standard-1t)"),
+    ],
+)
+def test_impossible_slices_are_refused(args, message):
+    with pytest.raises(topology.TopologyError) as error:
+        topology.tpu_slice(*args)
+    assert str(error.value) == message
+
+
+def test_a4_shape():
+    a4 = topology.gpu_machine("a4-highgpu-8g")
+    assert (a4.accelerator, a4.gpus_per_vm, a4.rdma_nics, a4.extra_gvnics) == ("nvidia-b200", 8, 8, 1)
+    assert a4.additional_network_names == ("gvnic-1", *(f"rdma-{i}" for i in range(8)))
+    with pytest.raises(topology.TopologyError, match="'a3-megagpu-8g' is not a supported GPU machine type"):
+        topology.gpu_machine("a3-megagpu-8g")
+
+
+def test_topology_imports_without_pulumi():
+    """The policy pack and the trainers' launchers import it where Pulumi is not installed."""
+    code = "import sys; sys.modules['pulumi'] = None; import components.topology as t; print(t.tpu_slice('v6e', '4x4').vms)"
+    result = subprocess.run([sys.executable, "-c", code], check=False, cwd=PROJECT_DIR, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "4"
