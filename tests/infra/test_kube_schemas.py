@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from preflight import crd_schemas
+from preflight import crd_schemas, fetch_schemas
 from preflight.crd_schemas import CRD_DIR_ENV, SHARED_CRD_DIR, crd_search_path, make_strict
 from preflight.kube_schemas import (
     SchemaProblem,
@@ -21,6 +21,7 @@ from preflight.kube_schemas import (
     supported_kubernetes_versions,
 )
 from tests.infra import fixtures_kube as fx
+from tests.infra.fixtures_kube_crds import crd_yaml_from_shared, mirror_of_shared
 
 CLUSTER_VERSION = "1.34"
 pytestmark = pytest.mark.skipif(
@@ -321,3 +322,65 @@ def test_every_crd_schema_is_valid_draft4_only_after_the_go_regex_rewrite() -> N
             with pytest.raises(jsonschema.SchemaError, match=r"'\^\(\?i\)\[a-z\].*' is not a 'regex'"):
                 crd_schemas.CrdValidator.check_schema(schema)
         crd_schemas.CrdValidator.check_schema(make_strict(schema))
+
+
+# --- make schemas: download, convert, verify -------------------------------------------------------------
+
+
+needs_shared = pytest.mark.skipif(not SHARED_CRD_DIR.is_dir(), reason="needs ../shared/schemas/crds")
+
+
+@needs_shared
+def test_fetch_reproduces_every_shared_schema_byte_for_byte(tmp_path: Path) -> None:
+    _, pins = fetch_schemas.load_sources()
+    assert len(pins) == 12 and sum(len(pin.outputs) for pin in pins) == 22
+    mirror = mirror_of_shared(tmp_path / "mirror", pins)
+    dest = tmp_path / "crds"
+    assert fetch_schemas.main(["--dest", str(dest), "--base-url", mirror.as_uri()]) == 0
+    written = sorted(str(f.relative_to(dest)) for f in dest.rglob("*.json"))
+    assert written == sorted(relative for pin in pins for relative in pin.outputs)
+    for relative in written:
+        assert (dest / relative).read_bytes() == (SHARED_CRD_DIR / relative).read_bytes(), relative
+
+
+@needs_shared
+def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_path: Path) -> None:
+    _, pins = fetch_schemas.load_sources()
+    network = next(pin for pin in pins if pin.path.endswith("networking.gke.io_networks.yaml"))
+    unserved = {"name": "v1alpha1", "served": False, "storage": False, "schema": {"openAPIV3Schema": {"type": "object"}}}
+    requested: list[str] = []
+
+    def download(url: str) -> str:
+        requested.append(url)
+        return crd_yaml_from_shared(network, [unserved])
+
+    schemas = fetch_schemas.fetch_pinned(network, "https://raw.githubusercontent.com", download)
+    assert requested == [
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/gke-networking-api/34c617f213240483385491398d7904e20d0b6adc"
+        + "/config/crds/networking.gke.io_networks.yaml"
+    ]
+    assert list(schemas) == ["networking.gke.io/v1/network.json"]
+
+
+@needs_shared
+def test_a_changed_upstream_file_fails_the_hash_check_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sources = json.loads(fetch_schemas.SOURCES_FILE.read_text())
+    kueue = next(source for source in sources["sources"] if source["repo"] == "kubernetes-sigs/kueue")
+    kueue["files"] = [entry for entry in kueue["files"] if entry["path"].endswith(("_resourceflavors.yaml", "_localqueues.yaml"))]
+    sources["sources"] = [kueue]
+    (tmp_path / "sources.json").write_text(json.dumps(sources))
+    _, pins = fetch_schemas.load_sources(tmp_path / "sources.json")
+    mirror = mirror_of_shared(tmp_path / "mirror", pins)
+    flavor = next(pin for pin in pins if pin.path.endswith("_resourceflavors.yaml"))
+    tampered = mirror / flavor.repo / flavor.commit / flavor.path
+    tampered.write_text(tampered.read_text().replace("nodeLabels", "nodeLabelz"))
+    dest = tmp_path / "crds"
+    arguments = ["--dest", str(dest), "--base-url", mirror.as_uri(), "--sources", str(tmp_path / "sources.json")]
+    assert fetch_schemas.main(arguments) == 1
+    assert "kueue.x-k8s.io/v1beta1/resourceflavor.json" in capsys.readouterr().err
+    assert not dest.exists()
+
+
+def test_an_unreachable_source_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert fetch_schemas.main(["--dest", str(tmp_path / "crds"), "--base-url", (tmp_path / "nowhere").as_uri()]) == 1
+    assert "could not download file://" in capsys.readouterr().err

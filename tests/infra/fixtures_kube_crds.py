@@ -1,0 +1,39 @@
+"""Upstream-shaped CRD YAML built around the shared schemas, to test `make schemas` offline.
+
+The schemas are read from ../shared/schemas/crds at test time and never copied into the project.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from preflight.crd_schemas import SHARED_CRD_DIR
+from preflight.fetch_schemas import PinnedFile
+
+
+def crd_yaml_from_shared(pin: PinnedFile, extra_versions: Sequence[dict[str, Any]] = ()) -> str:
+    """A CRD document around the shared schemas of one pinned file (read from ../shared, never copied)."""
+    versions = []
+    for relative in pin.outputs:
+        schema = json.loads((SHARED_CRD_DIR / relative).read_text())
+        kind, group_version = schema.pop("title").split(" ")
+        del schema["$schema"]
+        group, version = group_version.split("/")
+        versions.append({"name": version, "served": True, "storage": False, "schema": {"openAPIV3Schema": schema}})
+    spec = {"group": group, "names": {"kind": kind, "plural": kind.lower() + "s"}, "scope": "Namespaced",
+            "versions": versions + list(extra_versions)}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": spec}
+    return yaml.dump(crd, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+
+
+def mirror_of_shared(root: Path, pins: list[PinnedFile]) -> Path:
+    for pin in pins:
+        target = root / pin.repo / pin.commit / pin.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(crd_yaml_from_shared(pin))
+    return root
