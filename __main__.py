@@ -2,14 +2,11 @@
 
 import pulumi
 
-from components.config import ConfigError, load_stack_config, raw_stack_config
+from components.config import load_stack_config, raw_stack_config
 from components.stack import TrainyardStack
 
-try:
-    config = load_stack_config(raw_stack_config())
-except ConfigError as error:
-    raise pulumi.RunError(f"invalid stack config:\n{error}") from None
-
+# A ConfigError is a pulumi.RunError: the engine shows its lines (key, value, what is allowed) and no trace.
+config = load_stack_config(raw_stack_config())
 stack = TrainyardStack("trainyard", config)
 for key, value in stack.outputs().items():
     pulumi.export(key, value)

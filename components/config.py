@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from ipaddress import IPv4Network
 from typing import Any, Literal
 
+import pulumi
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
@@ -27,8 +28,8 @@ ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"
 GpuDriverVersion = Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
 
 
-class ConfigError(ValueError):
-    """The stack config cannot be planned; `problems` says where and why."""
+class ConfigError(pulumi.RunError):
+    """The stack config cannot be planned; `problems` says where and why (the engine prints it without a trace)."""
 
     def __init__(self, problems: list[ConfigProblem]):
         self.problems = problems

@@ -1,0 +1,118 @@
+"""How the components shape the plan: parents, what is created only when needed, storage safety, outputs."""
+
+from __future__ import annotations
+
+from tests.infra.conftest import one
+
+STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
+
+
+def test_every_resource_has_a_component_parent(dev_plan):
+    components = {r.urn for r in dev_plan.resources if not r.custom}
+    for resource in dev_plan.resources:
+        if resource.type == "trainyard:infra:Stack":
+            assert resource.parent == STACK_ROOT
+        else:
+            assert resource.parent in components, resource.urn
+
+
+def test_urns_carry_the_whole_parent_type_chain(dev_plan):
+    pool = next(r for r in dev_plan.resources if r.name == "v6e-16-0")
+    assert pool.urn == (
+        "urn:pulumi:dev::trainyard::trainyard:infra:Stack$trainyard:infra:TpuSlices$"
+        "gcp:container/nodePool:NodePool::v6e-16-0"
+    )
+
+
+def test_pools_depend_on_the_cluster(dev_plan):
+    cluster_urn = next(r.urn for r in dev_plan.resources if r.type == "gcp:container/cluster:Cluster")
+    for pool in dev_plan.of_type("gcp:container/nodePool:NodePool"):
+        assert cluster_urn in pool.dependencies, pool.name
+
+
+def test_kubernetes_objects_use_the_cluster_provider(dev_plan):
+    provider = next(r.urn for r in dev_plan.resources if r.type == "pulumi:providers:kubernetes")
+    assert one(dev_plan, "pulumi:providers:kubernetes", "cluster-k8s") == {"kubeconfig": "[secret]"}
+    for resource in dev_plan.resources:
+        if resource.type.startswith("kubernetes:"):
+            assert resource.provider == provider
+
+
+def test_single_slice_single_host_stack_makes_no_dcn_or_gpu_networks(plan_with):
+    def single_2x2(values):
+        values["trainyard:tpuSlices"] = [{"name": "small", "topology": "2x2"}]
+        values["trainyard:gpuPools"] = []
+
+    plan = plan_with(single_2x2)
+    assert [n.name for n in plan.of_type("gcp:compute/network:Network")] == ["trainyard-dev-primary"]
+    pool = one(plan, "gcp:container/nodePool:NodePool", "small-0")
+    assert "placementPolicy" not in pool and "networkConfig" not in pool
+    assert pool["nodeCount"] == 1.0 and pool["nodeConfig"]["machineType"] == "ct6e-standard-4t"
+
+
+def test_slice_count_and_topology_drive_the_pools(plan_with):
+    def two_4x8(values):
+        values["trainyard:tpuSlices"][0].update(topology="4x8", count=2, name="v6e-32")
+
+    plan = plan_with(two_4x8)
+    pools = [p for p in plan.of_type("gcp:container/nodePool:NodePool") if p.name.startswith("v6e-32")]
+    assert [p.name for p in pools] == ["v6e-32-0", "v6e-32-1"]
+    assert {p.inputs["nodeCount"] for p in pools} == {8.0}
+    assert {p.inputs["placementPolicy"]["tpuTopology"] for p in pools} == {"4x8"}
+
+
+def test_capacity_modes(plan_with):
+    def modes(values):
+        values["trainyard:tpuSlices"] = [
+            {"name": "spot", "topology": "4x4", "capacity": "spot"},
+            {"name": "res", "topology": "4x4", "capacity": "reservation", "reservation": "v6e-res"},
+        ]
+        values["trainyard:gpuPools"] = [
+            {"name": "a4-spot", "maxNodes": 2, "capacity": "spot"},
+            {"name": "a4-flex", "maxNodes": 2, "capacity": "flexStart"},
+        ]
+
+    plan = plan_with(modes)
+    spot = one(plan, "gcp:container/nodePool:NodePool", "spot-0")
+    assert spot["nodeConfig"]["spot"] is True and spot["management"] == {"autoRepair": True, "autoUpgrade": True}
+    reserved = one(plan, "gcp:container/nodePool:NodePool", "res-0")
+    assert reserved["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["v6e-res"],
+    }
+    a4_spot = one(plan, "gcp:container/nodePool:NodePool", "a4-spot")
+    assert a4_spot["nodeConfig"]["spot"] is True and "queuedProvisioning" not in a4_spot
+    assert "locationPolicy" not in a4_spot["autoscaling"]
+    a4_flex = one(plan, "gcp:container/nodePool:NodePool", "a4-flex")
+    assert a4_flex["nodeConfig"]["flexStart"] is True and "queuedProvisioning" not in a4_flex
+
+
+def test_bucket_is_locked_down_and_outlives_destroy(dev_plan):
+    bucket = one(dev_plan, "gcp:storage/bucket:Bucket", "trainyard-dev-data")
+    assert bucket["uniformBucketLevelAccess"] is True
+    assert bucket["publicAccessPrevention"] == "enforced"
+    assert bucket["hierarchicalNamespace"] == {"enabled": True}
+    assert bucket["forceDestroy"] is False
+
+
+def test_workload_identity_principal_gets_object_user(dev_plan):
+    member = one(dev_plan, "gcp:storage/bucketIAMMember:BucketIAMMember", "trainyard-dev-data-workload-object-user")
+    assert member["role"] == "roles/storage.objectUser"
+    assert member["member"] == (
+        "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+        "trainyard-dev.svc.id.goog/subject/ns/trainyard/sa/trainyard-runner"
+    )
+    assert not any("serviceaccount/key" in r.type or "serviceAccountKey" in r.type for r in dev_plan.resources)
+
+
+def test_outputs(dev_plan):
+    assert dev_plan.outputs == {
+        "clusterName": "trainyard-dev",
+        "clusterEndpoint": "203.0.113.10",
+        "kubeconfig": "[secret]",
+        "bucket": "trainyard-dev-data",
+        "tpuPools": ["v6e-16-0", "v6e-16-1"],
+        "gpuPools": ["gpu-nodepool-dws"],
+        "getCredentials": "gcloud container clusters get-credentials trainyard-dev --location us-east5-b --project trainyard-dev",
+    }

@@ -1,0 +1,100 @@
+"""`python -m preflight` as users and other tools run it: the tree, the JSON contract, the exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.infra.conftest import PROJECT_DIR, dev_config_values
+
+SECRET_MARKERS = ("4dabf18193072939515e22adb298388d", "BEGIN CERTIFICATE")
+
+
+def run_preflight(*args, cwd=PROJECT_DIR):
+    return subprocess.run(
+        [sys.executable, "-m", "preflight", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def dev_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "plan.json"
+    result = run_preflight("--stack", "dev", "--json", str(out))
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_dev_plan_tree_and_counts(dev_run):
+    result, _ = dev_run
+    assert result.returncode == 0, result.stderr
+    assert "gcp:container/nodePool:NodePool  v6e-16-0  [ct6e-standard-4t, topology 4x4, nodes 4, onDemand, +2 NICs]" in result.stdout
+    assert "gpu-nodepool-dws  [a4-highgpu-8g, nodes 0..10, dwsQueued, 8 x nvidia-b200, +9 NICs]" in result.stdout
+    assert "trainyard-dev-rdma-net  [MTU 8896, RDMA profile]" in result.stdout
+    assert "     4  gcp:container/nodePool:NodePool" in result.stdout
+
+
+def test_json_contract(dev_run):
+    _, plan = dev_run
+    assert {"project", "stack", "resources"} <= set(plan)
+    assert (plan["project"], plan["stack"]) == ("trainyard", "dev")
+    for resource in plan["resources"]:
+        assert set(resource) == {"urn", "type", "name", "parent", "custom", "provider", "dependencies", "inputs"}
+        assert resource["urn"].startswith("urn:pulumi:dev::trainyard::")
+    pool = next(r for r in plan["resources"] if r["name"] == "v6e-16-0")
+    assert pool["inputs"]["nodeCount"] == 4.0 and isinstance(pool["inputs"]["nodeCount"], float)
+    assert pool["provider"] == "urn:pulumi:dev::trainyard::pulumi:providers:gcp::default"
+    text = json.dumps(plan)
+    assert not any(marker in text for marker in SECRET_MARKERS)
+
+
+@pytest.fixture
+def project_copy(tmp_path):
+    """A copy of the program beside a stack file the test writes."""
+    for item in ("Pulumi.yaml", "__main__.py", "components", "preflight"):
+        source = PROJECT_DIR / item
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / item)
+    return tmp_path
+
+
+def write_stack(project, name, values):
+    (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": values}))
+
+
+def test_bad_config_exits_2_naming_key_and_value(project_copy):
+    values = dev_config_values()
+    values["trainyard:tpuSlices"][0]["topology"] = "4x3"
+    write_stack(project_copy, "broken", values)
+    result = run_preflight("--stack", "broken", cwd=project_copy)
+    assert result.returncode == 2
+    assert 'trainyard:tpuSlices[0].topology: "4x3" is not a v6e topology' in result.stderr
+    assert result.stdout == ""
+
+
+def test_any_stack_file_works(project_copy):
+    values = dev_config_values()
+    values["trainyard:gpuPools"] = []
+    write_stack(project_copy, "tpu-only", values)
+    result = run_preflight("--stack", "tpu-only", cwd=project_copy)
+    assert result.returncode == 0, result.stderr
+    assert "Plan for trainyard/tpu-only" in result.stdout and "a4-highgpu-8g" not in result.stdout
+
+
+def test_missing_stack_file_exits_2():
+    result = run_preflight("--stack", "nope")
+    assert result.returncode == 2
+    assert "Pulumi.nope.yaml does not exist" in result.stderr
+
+
+def test_secure_config_values_are_masked(project_copy):
+    values = dev_config_values()
+    values["trainyard:hfToken"] = {"secure": "v1:abc"}
+    write_stack(project_copy, "secret", values)
+    result = run_preflight("--stack", "secret", "--json", str(project_copy / "p.json"), cwd=project_copy)
+    # Unknown keys are refused; the message must not echo the ciphertext either.
+    assert result.returncode == 2
+    assert "trainyard:hfToken: is not a known key" in result.stderr
+    assert "v1:abc" not in result.stderr
