@@ -165,10 +165,19 @@ def validation_targets(manifest: Mapping[str, Any], api_version: str, kind: str,
     if catalog.served_versions(group):
         raise _unknown_builtin(catalog, group, version, kind)
     crd = find_crd_schema(group, version, kind)
-    targets: list[Target] = [((), crd.validator, manifest)]
+    targets: list[Target] = [((), crd.validator, without_null_fields(manifest))]
     if "metadata" in manifest:
         targets.append((("metadata",), builtin_validator(minor, OBJECT_META), manifest["metadata"]))
     return targets
+
+
+def without_null_fields(node: Any) -> Any:
+    """The API server prunes null-valued fields of custom resources before it validates them."""
+    if isinstance(node, Mapping):
+        return {key: without_null_fields(value) for key, value in node.items() if value is not None}
+    if isinstance(node, list):
+        return [without_null_fields(item) for item in node]
+    return node
 
 
 def _unknown_builtin(catalog: BuiltinCatalog, group: str, version: str, kind: str) -> UnknownKind:

@@ -209,6 +209,15 @@ def test_integral_floats_from_pulumi_count_as_integers() -> None:
     assert check_manifests([ray, job], CLUSTER_VERSION) == []
 
 
+def test_null_fields_are_pruned_like_the_api_server_does_for_custom_resources() -> None:
+    ray = fx.ray_cluster()
+    ray["spec"]["workerGroupSpecs"][0]["idleTimeoutSeconds"] = None
+    assert _problems(ray) == []
+    del ray["spec"]["headGroupSpec"]["template"]
+    ray["spec"]["headGroupSpec"]["template"] = None  # pruned, so still missing
+    assert [p.path for p in _problems(ray)] == ["spec.headGroupSpec.template"]
+
+
 def test_required_fields_with_server_defaults_may_be_omitted() -> None:
     ray = fx.ray_cluster()
     group = ray["spec"]["workerGroupSpecs"][0]
