@@ -80,7 +80,9 @@ def plan_config(
     # A fresh context per plan: Pulumi keeps its settings, config and root stack in context variables.
     monitor, outputs = contextvars.Context().run(_run_program, main, project, stack, config, secret_keys)
     shown_config = {key: SECRET_PLACEHOLDER if key in secret_keys else value for key, value in config.items()}
-    return Plan(project=project, stack=stack, config=shown_config, resources=monitor.registrations, outputs=outputs)
+    # Registration order depends on asyncio scheduling; URN order keeps plans and their diffs stable.
+    resources = sorted(monitor.registrations, key=lambda resource: resource.urn)
+    return Plan(project=project, stack=stack, config=shown_config, resources=resources, outputs=outputs)
 
 
 def plan_stack(stack: str, project_dir: Path) -> Plan:

@@ -56,7 +56,7 @@ def test_slice_count_and_topology_drive_the_pools(plan_with):
 
     plan = plan_with(two_4x8)
     pools = [p for p in plan.of_type("gcp:container/nodePool:NodePool") if p.name.startswith("v6e-32")]
-    assert [p.name for p in pools] == ["v6e-32-0", "v6e-32-1"]
+    assert [p.name for p in pools] == ["v6e-32-0", "v6e-32-1"]  # plans list resources in URN order
     assert {p.inputs["nodeCount"] for p in pools} == {8.0}
     assert {p.inputs["placementPolicy"]["tpuTopology"] for p in pools} == {"4x8"}
 
