@@ -7,7 +7,7 @@ STACK ?= dev
 # Each workload's .mk appends its own test target here.
 TEST_TARGETS := test-infra
 
-.PHONY: preflight test test-infra lint
+.PHONY: preflight test test-infra lint schemas
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
@@ -22,6 +22,11 @@ $(VENV)/.dev: $(VENV)/.preflight requirements-dev.txt
 
 preflight: $(VENV)/.preflight
 	$(VENV)/bin/python -m preflight --stack $(STACK)
+
+# The CRD schemas preflight checks custom resources against, fetched from their pinned upstream commits
+# into .cache/ (preflight looks there first, then in ../shared/schemas/crds/).
+schemas: $(VENV)/.preflight
+	$(VENV)/bin/python -m preflight.fetch_schemas
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

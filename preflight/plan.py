@@ -33,7 +33,17 @@ class Plan:
             "config": self.config,
             "resources": [asdict(resource) for resource in self.resources],
             "outputs": self.outputs,
+            "manifests": self.manifests,
         }
+
+    @property
+    def manifests(self) -> list[dict[str, Any]]:
+        """Every Kubernetes object as it would be applied (pulumi-kubernetes sends the object as its inputs)."""
+        return [
+            resource.inputs
+            for resource in self.resources
+            if resource.type.startswith("kubernetes:") and "apiVersion" in resource.inputs
+        ]
 
     def of_type(self, type_: str) -> list[Registration]:
         return [resource for resource in self.resources if resource.type == type_]
