@@ -1,0 +1,1 @@
+"""The trainyard policy pack (see rules.py); a package so preflight can import it as `policies`."""

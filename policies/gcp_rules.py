@@ -1,0 +1,327 @@
+"""Resource rules for the Google Cloud resources: networks, node pools, the cluster, buckets and IAM.
+
+Each rule is one function ``(args, report_violation)``; the first docstring line becomes the policy's
+description, the rest says why. Values unknown during preview are skipped, never reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from policies.pools import NODE_POOL, pool_facts
+from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
+
+NETWORK = "gcp:compute/network:Network"
+SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
+CLUSTER = "gcp:container/cluster:Cluster"
+BUCKET = "gcp:storage/bucket:Bucket"
+ACCELERATOR_MTU = 8896
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
+_IAM_GRANT = re.compile(r"iam(member|binding|policy):", re.IGNORECASE)
+_SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:key"
+
+
+def accelerator_vpc_mtu(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """VPC networks use MTU 8896.
+
+    Every VPC here carries accelerator traffic (TPU DCN between slices, GPUDirect RDMA, gVNIC); at GCP's
+    default 1460 multislice and NCCL throughput drop and large frames fragment. Cluster Toolkit and xpk
+    create these networks with 8896.
+    """
+    if args.resource_type != NETWORK:
+        return
+    mtu = lookup(args.props, "mtu")
+    if is_unknown(mtu):
+        return
+    if as_number(mtu) != ACCELERATOR_MTU:
+        shown = "unset (GCP default 1460)" if mtu is None else f"{as_number(mtu):g}"
+        report_violation(f"network '{args.name}': mtu is {shown}; accelerator VPCs need {ACCELERATOR_MTU}.", None)
+
+
+def flex_start_pool_settings(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Flex-start pools: auto-repair and auto-upgrade off, scale from 0, no reservation.
+
+    GKE rejects or fights flex-start VMs otherwise: they cannot be repaired or upgraded in place (Cluster
+    Toolkit's precondition "enable_flex_start needs node auto_repair set to false"), DWS provisions them
+    on demand from zero, and they never consume reservations (--reservation-affinity=none).
+    """
+    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "nodeConfig.flexStart")):
+        return
+    props = args.props
+    for setting in ("autoRepair", "autoUpgrade"):
+        value = lookup(props, f"management.{setting}")
+        if value is None or value is True:
+            shown = "unset (GKE default true)" if value is None else "true"
+            report_violation(f"pool '{args.name}': management.{setting} is {shown}; flex-start pools need false.", None)
+    _require_scale_from_zero(args, "flex-start", report_violation)
+    _require_no_reservation(args, "flex-start", report_violation)
+
+
+def queued_provisioning_pool_settings(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Queued-provisioning pools: autoscaled from 0, no reservation, auto-repair off.
+
+    Queued provisioning only ever adds nodes for an accepted ProvisioningRequest, all at once, and removes
+    them when it ends; a static node count, a reservation or auto-repair contradicts that model and GKE
+    refuses the pool (GKE "flex-start with queued provisioning" guide; the A4 seed's setup.sh).
+    """
+    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
+        return
+    _require_scale_from_zero(args, "queued-provisioning", report_violation)
+    _require_no_reservation(args, "queued-provisioning", report_violation)
+    if lookup(args.props, "management.autoRepair") in (None, True):
+        report_violation(f"pool '{args.name}': management.autoRepair must be false with queued provisioning.", None)
+
+
+def tpu_queued_provisioning(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """TPU pools do not use queued provisioning unless the pack config allows it.
+
+    GKE has rejected flex-start TPU pools with queued provisioning (xpk PR #900 quotes the API error) while
+    Cluster Toolkit ships an example with both: the combination is unproven, so it needs an explicit
+    `allowTpuQueuedProvisioning: true`.
+    """
+    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
+        return
+    if args.get_config().get("allowTpuQueuedProvisioning", False):
+        return
+    facts = pool_facts(args.name, args.urn, args.props)
+    if facts.is_tpu:
+        report_violation(
+            f"pool '{facts.name}' ({facts.machine_type}) enables queued provisioning on TPUs; set "
+            "allowTpuQueuedProvisioning: true in the pack config to accept it.",
+            None,
+        )
+
+
+def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Multi-host TPU pools: COMPACT placement with tpuTopology, in one zone, sized to the slice's VMs.
+
+    A slice is only formed when GKE places every VM of the topology together; a pool with more or fewer
+    nodes than the topology's VMs never becomes a usable slice (a 4x4 of ct6e-standard-4t is 4 VMs).
+    """
+    if args.resource_type != NODE_POOL:
+        return
+    facts = pool_facts(args.name, args.urn, args.props)
+    if facts.tpu_error:
+        report_violation(f"pool '{facts.name}': placementPolicy.tpuTopology: {facts.tpu_error}", None)
+        return
+    if facts.tpu_slice is None or not facts.tpu_slice.multi_host:
+        return
+    vms = facts.tpu_slice.vms
+    placement_type = lookup(args.props, "placementPolicy.type")
+    if not is_unknown(placement_type) and placement_type != "COMPACT":
+        report_violation(f"pool '{facts.name}': placementPolicy.type is {placement_type!r}; multi-host slices need 'COMPACT'.", None)
+    node_locations = items(args.props, "nodeLocations")
+    if len(node_locations) > 1:
+        report_violation(f"pool '{facts.name}': a slice lives in one zone, nodeLocations has {len(node_locations)}.", None)
+    size = facts.size
+    if size.max_nodes is not None and size.max_nodes != vms:
+        report_violation(
+            f"pool '{facts.name}': {facts.tpu_slice.pod_type} ({facts.tpu_topology} of {facts.machine_type}) is "
+            f"{vms} VMs, the pool's maximum is {size.max_nodes} nodes.",
+            None,
+        )
+    if size.min_nodes is not None and size.min_nodes not in (0, vms):
+        report_violation(f"pool '{facts.name}': minimum {size.min_nodes} nodes is neither 0 nor the slice's {vms} VMs.", None)
+
+
+def cluster_workload_identity(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The cluster has Workload Identity on.
+
+    Trainers reach the bucket as Kubernetes service accounts through Workload Identity; without it pods
+    fall back to the node's service account, which every pod on the node shares.
+    """
+    if args.resource_type != CLUSTER:
+        return
+    pool = lookup(args.props, "workloadIdentityConfig.workloadPool")
+    if not is_unknown(pool) and not pool:
+        report_violation(f"cluster '{args.name}': workloadIdentityConfig.workloadPool is not set.", None)
+
+
+def cluster_no_legacy_auth(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The cluster has no legacy ABAC, no basic auth and no client certificate.
+
+    Each is a long-lived credential or an authorizer that bypasses RBAC; GKE's hardening guide turns all off.
+    """
+    if args.resource_type != CLUSTER:
+        return
+    if is_true(lookup(args.props, "enableLegacyAbac")):
+        report_violation(f"cluster '{args.name}': enableLegacyAbac is true.", None)
+    if lookup(args.props, "masterAuth.username") or lookup(args.props, "masterAuth.password"):
+        report_violation(f"cluster '{args.name}': masterAuth sets basic-auth credentials.", None)
+    if is_true(lookup(args.props, "masterAuth.clientCertificateConfig.issueClientCertificate")):
+        report_violation(f"cluster '{args.name}': masterAuth.clientCertificateConfig.issueClientCertificate is true.", None)
+
+
+def cluster_shielded_nodes(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The cluster keeps shielded nodes on.
+
+    Shielded nodes prove node identity to the control plane, so a compromised VM cannot join as a node.
+    The provider's default is true; only an explicit false is a violation.
+    """
+    if args.resource_type == CLUSTER and lookup(args.props, "enableShieldedNodes") is False:
+        report_violation(f"cluster '{args.name}': enableShieldedNodes is false.", None)
+
+
+def pools_use_gke_metadata_server(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every node pool runs the GKE metadata server (workloadMetadataConfig.mode GKE_METADATA).
+
+    Workload Identity only works, and the node's own credentials are only hidden from pods, on pools
+    with the GKE metadata server; state it on each pool instead of relying on the cluster's default.
+    """
+    if args.resource_type == NODE_POOL:
+        _require_gke_metadata(args.props, f"pool '{args.name}'", report_violation)
+    elif (
+        args.resource_type == CLUSTER
+        and not is_true(lookup(args.props, "removeDefaultNodePool"))
+        and lookup(args.props, "nodeConfig") is not None
+    ):
+        _require_gke_metadata(args.props, f"cluster '{args.name}' default pool", report_violation)
+    if args.resource_type == CLUSTER:
+        for index, pool in enumerate(items(args.props, "nodePools")):
+            _require_gke_metadata(pool, f"cluster '{args.name}' nodePools[{index}]", report_violation)
+
+
+def bucket_uniform_access(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Buckets use uniform bucket-level access and enforce public access prevention.
+
+    Datasets and checkpoints are private: uniform access turns off per-object ACLs (IAM is the only way in)
+    and public access prevention refuses any public grant even by mistake.
+    """
+    if args.resource_type != BUCKET:
+        return
+    uniform = lookup(args.props, "uniformBucketLevelAccess")
+    if not is_unknown(uniform) and uniform is not True:
+        report_violation(f"bucket '{args.name}': uniformBucketLevelAccess is {uniform!r}, must be true.", None)
+    prevention = lookup(args.props, "publicAccessPrevention")
+    if not is_unknown(prevention) and prevention != "enforced":
+        report_violation(f"bucket '{args.name}': publicAccessPrevention is {prevention!r}, must be 'enforced'.", None)
+
+
+def no_public_iam_members(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No IAM grant to allUsers or allAuthenticatedUsers.
+
+    Either principal makes the resource readable by anyone on the internet (any Google account).
+    """
+    for role, member in _iam_grants(args):
+        if member in PUBLIC_MEMBERS:
+            report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
+
+
+def no_basic_roles(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No basic role (roles/owner, roles/editor, roles/viewer) is granted.
+
+    Basic roles span every service in the project; trainers need one predefined role on one bucket.
+    """
+    for role, member in _iam_grants(args):
+        if role in BASIC_ROLES:
+            report_violation(f"{args.resource_type} '{args.name}' grants the basic role {role} to {member}.", None)
+
+
+def no_service_account_keys(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No service account keys.
+
+    Keys are long-lived secrets that end up in state files and CI logs; Workload Identity (in the cluster)
+    and Workload Identity Federation (in CI) need none.
+    """
+    if args.resource_type.lower() == _SERVICE_ACCOUNT_KEY:
+        report_violation(f"'{args.name}' creates a service account key.", None)
+
+
+def allowed_regions(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Resources stay in the regions the pack config allows.
+
+    Data residency and quota live per region; an empty allowedRegions list allows every region.
+    """
+    allowed = [region.lower() for region in args.get_config().get("allowedRegions", [])]
+    if not allowed:
+        return
+    for key in ("location", "region"):
+        location = lookup(args.props, key)
+        if isinstance(location, str) and not _within(location.lower(), allowed):
+            report_violation(f"'{args.name}': {key} {location!r} is outside the allowed regions {allowed}.", None)
+
+
+def cluster_deletion_protection_off(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The cluster has deletion protection off (advisory).
+
+    Fine for a dev stack that is torn down often; a shared cluster should keep it on so `pulumi destroy`
+    or a replacement cannot delete it by accident. The provider's default is on.
+    """
+    if args.resource_type == CLUSTER and lookup(args.props, "deletionProtection") is False:
+        report_violation(f"cluster '{args.name}': deletionProtection is false; `pulumi destroy` will delete it.", None)
+
+
+def pool_has_max_size(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Autoscaled pools and node auto-provisioning have a maximum size (advisory).
+
+    Without a maximum a runaway workload can scale accelerator nodes until the quota stops it, and the
+    cost estimate cannot bound the bill.
+    """
+    if args.resource_type == NODE_POOL and lookup(args.props, "autoscaling") is not None:
+        facts = pool_facts(args.name, args.urn, args.props)
+        if facts.size.max_nodes is None and lookup(args.props, "autoscaling.maxNodeCount") is not UNKNOWN:
+            report_violation(f"pool '{facts.name}': autoscaling has no maxNodeCount or totalMaxNodeCount.", None)
+    nap_enabled = args.resource_type == CLUSTER and is_true(lookup(args.props, "clusterAutoscaling.enabled"))
+    if nap_enabled and not items(args.props, "clusterAutoscaling.resourceLimits"):
+        report_violation(f"cluster '{args.name}': node auto-provisioning has no resourceLimits.", None)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def _require_scale_from_zero(args: ResourceValidationArgs, mode: str, report_violation: ReportViolation) -> None:
+    facts = pool_facts(args.name, args.urn, args.props)
+    if not facts.size.autoscaled:
+        report_violation(f"pool '{facts.name}': {mode} pools need autoscaling from 0; autoscaling is not set.", None)
+    elif facts.size.min_nodes not in (0, None):
+        report_violation(f"pool '{facts.name}': {mode} pools scale from 0, the minimum is {facts.size.min_nodes}.", None)
+    for key in ("nodeCount", "initialNodeCount"):
+        count = as_number(lookup(args.props, key))
+        if count:
+            report_violation(f"pool '{facts.name}': {key} is {count:g}; {mode} pools start at 0 nodes.", None)
+
+
+def _require_no_reservation(args: ResourceValidationArgs, mode: str, report_violation: ReportViolation) -> None:
+    kind = lookup(args.props, "nodeConfig.reservationAffinity.consumeReservationType")
+    if not is_unknown(kind) and kind != "NO_RESERVATION":
+        shown = "unset" if kind is None else repr(kind)
+        report_violation(
+            f"pool '{args.name}': nodeConfig.reservationAffinity.consumeReservationType is {shown}; "
+            f"{mode} pools need 'NO_RESERVATION'.",
+            None,
+        )
+
+
+def _require_gke_metadata(props: Any, where: str, report_violation: ReportViolation) -> None:
+    mode = lookup(props, "nodeConfig.workloadMetadataConfig.mode")
+    if not is_unknown(mode) and mode != "GKE_METADATA":
+        shown = "unset" if mode is None else repr(mode)
+        report_violation(f"{where}: nodeConfig.workloadMetadataConfig.mode is {shown}, must be 'GKE_METADATA'.", None)
+
+
+def _iam_grants(args: ResourceValidationArgs) -> list[tuple[str, str]]:
+    """(role, member) pairs an IAM member, binding or policy resource grants."""
+    if not _IAM_GRANT.search(args.resource_type):
+        return []
+    role = lookup(args.props, "role")
+    members = [lookup(args.props, "member")] + items(args.props, "members")
+    grants = [(str(role), member) for member in members if isinstance(member, str)]
+    policy_data = lookup(args.props, "policyData")
+    if isinstance(policy_data, str):
+        try:
+            bindings = json.loads(policy_data).get("bindings", [])
+        except (ValueError, AttributeError):
+            bindings = []
+        for binding in bindings:
+            grants += [(str(binding.get("role")), str(member)) for member in binding.get("members", [])]
+    return grants
+
+
+def _within(location: str, allowed: list[str]) -> bool:
+    """A zone (us-east5-b) is within its region; multi-regions (US, EU) must be listed themselves."""
+    return any(location == region or location.startswith(f"{region}-") for region in allowed)

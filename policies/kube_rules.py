@@ -1,0 +1,80 @@
+"""Resource rules for Kubernetes objects: privileged containers and jobs that must not block `pulumi up`."""
+
+from __future__ import annotations
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from policies.props import as_number, is_true, is_unknown, lookup
+from policies.workloads import (
+    BATCH_KINDS,
+    QUEUE_LABEL,
+    SKIP_AWAIT,
+    annotations_of,
+    containers,
+    is_accelerator_pod,
+    kind_of,
+    labels_of,
+    pod_templates,
+)
+
+# pulumi-kubernetes waits up to 10 minutes for a Job to complete before it reports a failure.
+DEFAULT_MAX_AWAIT_SECONDS = 600
+
+
+def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Privileged containers only in accelerator pods.
+
+    TPU runtimes and GPUDirect RDMA (gIB) need device access that GKE only grants privileged containers;
+    anywhere else privilege is a node takeover waiting to happen. An accelerator pod requests google.com/tpu
+    or nvidia.com/gpu, or is pinned to accelerator nodes by their GKE labels.
+    """
+    kind = kind_of(args.resource_type)
+    if kind is None:
+        return
+    for template in pod_templates(kind, args.props):
+        if is_accelerator_pod(template.spec):
+            continue
+        for container in containers(template.spec):
+            if is_true(lookup(container, "securityContext.privileged")):
+                report_violation(
+                    f"{kind} '{args.name}' {template.where}: container '{lookup(container, 'name')}' is privileged "
+                    "but the pod neither requests accelerators nor selects accelerator nodes.",
+                    None,
+                )
+
+
+def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Jobs that wait for capacity or train for long carry pulumi.com/skipAwait: "true".
+
+    pulumi-kubernetes otherwise blocks `pulumi up` until the Job finishes (and fails it after 10 minutes): a
+    Job queued by Kueue, or without an activeDeadlineSeconds within the await limit, would hang the update.
+    """
+    kind = kind_of(args.resource_type)
+    if kind not in BATCH_KINDS:
+        return
+    if is_unknown(lookup(args.props, "metadata.annotations")) or is_true(annotations_of(args.props).get(SKIP_AWAIT)):
+        return
+    limit = float(args.get_config().get("maxAwaitSeconds", DEFAULT_MAX_AWAIT_SECONDS))
+    reason = _long_running_reason(args, limit)
+    if reason:
+        report_violation(
+            f"{kind} '{args.name}' {reason}; add metadata.annotations['{SKIP_AWAIT}'] = 'true'.",
+            None,
+        )
+
+
+def _long_running_reason(args: ResourceValidationArgs, limit: float) -> str | None:
+    props = args.props
+    if is_true(lookup(props, "spec.suspend")):
+        return "starts suspended (waits for Kueue admission)"
+    if QUEUE_LABEL in labels_of(props):
+        return f"is queued by Kueue ({QUEUE_LABEL})"
+    deadline = lookup(props, "spec.activeDeadlineSeconds")
+    if is_unknown(deadline):
+        return None
+    seconds = as_number(deadline)
+    if seconds is None:
+        return "has no spec.activeDeadlineSeconds (may run for hours)"
+    if seconds > limit:
+        return f"may run {seconds:g} s, longer than the {limit:g} s pulumi waits"
+    return None

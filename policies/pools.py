@@ -1,0 +1,140 @@
+"""What a GKE node pool's engine-shaped inputs say: accelerator, capacity mode, size, node labels.
+
+Rules and stack checks share this reading so "is this a DWS pool" or "how many chips per node" has one
+answer. Sizes come from ``components.cost.pool_size`` (the same numbers the cost estimate uses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from components import cost, topology
+from policies.props import entries, is_true, items, lookup, plain
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+TPU_RESOURCE = "google.com/tpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    name: str
+    urn: str
+    machine_type: str | None
+    tpu_topology: str | None
+    tpu_slice: topology.TpuSlice | None
+    tpu_error: str | None
+    gpu_type: str | None
+    gpus_per_node: int
+    flex_start: bool
+    queued: bool
+    spot: bool
+    size: cost.PoolSize
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_tpu(self) -> bool:
+        return self.tpu_slice is not None or _tpu_generation(self.machine_type) is not None
+
+    @property
+    def is_dws(self) -> bool:
+        """Dynamic Workload Scheduler capacity: flex-start VMs, with or without queued provisioning."""
+        return self.flex_start or self.queued
+
+    @property
+    def accelerator_resource(self) -> str | None:
+        if self.is_tpu:
+            return TPU_RESOURCE
+        if self.gpus_per_node:
+            return GPU_RESOURCE
+        return None
+
+    @property
+    def accelerators_per_node(self) -> int:
+        if self.is_tpu:
+            generation = _tpu_generation(self.machine_type)
+            return generation.chips_per_machine_type[self.machine_type] if generation else 0  # type: ignore[index]
+        return self.gpus_per_node
+
+
+def _tpu_generation(machine_type: str | None) -> topology.TpuGeneration | None:
+    if not machine_type:
+        return None
+    for generation in topology.TPU_GENERATIONS.values():
+        if machine_type in generation.chips_per_machine_type:
+            return generation
+    return None
+
+
+def _slice_of(machine_type: str | None, tpu_topology: str | None) -> tuple[topology.TpuSlice | None, str | None]:
+    generation = _tpu_generation(machine_type)
+    if generation is None or not tpu_topology:
+        return None, None
+    try:
+        return topology.tpu_slice(generation.name, tpu_topology, machine_type), None
+    except topology.TopologyError as error:
+        return None, str(error)
+
+
+def _gpus(props: Any) -> tuple[str | None, int]:
+    for accelerator in items(props, "nodeConfig.guestAccelerators"):
+        kind, count = lookup(accelerator, "type"), lookup(accelerator, "count")
+        if isinstance(kind, str) and isinstance(count, (int, float)) and not isinstance(count, bool):
+            return kind, int(count)
+    machine_type = lookup(props, "nodeConfig.machineType")
+    if isinstance(machine_type, str) and machine_type in topology.GPU_MACHINES:
+        machine = topology.GPU_MACHINES[machine_type]
+        return machine.accelerator, machine.gpus_per_vm
+    return None, 0
+
+
+def node_labels(facts_name: str, props: Any, tpu_slice: topology.TpuSlice | None, gpu_type: str | None) -> dict[str, str]:
+    """The labels GKE puts on the pool's nodes (the ones workloads select on), plus the pool's own."""
+    labels = {"cloud.google.com/gke-nodepool": facts_name}
+    if tpu_slice is not None:
+        labels.update(tpu_slice.node_selector)
+    elif (generation := _tpu_generation(lookup(props, "nodeConfig.machineType"))) is not None:
+        labels["cloud.google.com/gke-tpu-accelerator"] = generation.gke_accelerator
+    if gpu_type:
+        labels["cloud.google.com/gke-accelerator"] = gpu_type
+    if is_true(lookup(props, "nodeConfig.flexStart")):
+        labels["cloud.google.com/gke-flex-start"] = "true"
+    if is_true(lookup(props, "queuedProvisioning.enabled")):
+        labels["cloud.google.com/gke-queued"] = "true"
+    if is_true(lookup(props, "nodeConfig.spot")):
+        labels["cloud.google.com/gke-spot"] = "true"
+    labels.update({key: str(value) for key, value in entries(props, "nodeConfig.labels").items()})
+    return labels
+
+
+def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
+    """Facts of one node pool from its engine-shaped inputs; ``name`` is the resource's name."""
+    pool_name = lookup(props, "name")
+    pool_name = pool_name if isinstance(pool_name, str) else name
+    machine_type = lookup(props, "nodeConfig.machineType")
+    machine_type = machine_type if isinstance(machine_type, str) else None
+    tpu_topology = lookup(props, "placementPolicy.tpuTopology")
+    tpu_topology = tpu_topology if isinstance(tpu_topology, str) else None
+    tpu_slice, tpu_error = _slice_of(machine_type, tpu_topology)
+    gpu_type, gpus = _gpus(props)
+    return PoolFacts(
+        name=pool_name,
+        urn=urn,
+        machine_type=machine_type,
+        tpu_topology=tpu_topology,
+        tpu_slice=tpu_slice,
+        tpu_error=tpu_error,
+        gpu_type=gpu_type,
+        gpus_per_node=gpus,
+        flex_start=is_true(lookup(props, "nodeConfig.flexStart")),
+        queued=is_true(lookup(props, "queuedProvisioning.enabled")),
+        spot=is_true(lookup(props, "nodeConfig.spot")),
+        size=cost.pool_size(plain(props)),
+        labels=node_labels(pool_name, props, tpu_slice, gpu_type),
+    )
+
+
+def stack_pools(resources: Any) -> list[PoolFacts]:
+    """Facts of every node pool among a stack policy's resources."""
+    return [pool_facts(r.name, r.urn, r.props) for r in resources if r.resource_type == NODE_POOL]

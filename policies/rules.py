@@ -1,0 +1,128 @@
+"""The trainyard policy pack: every rule wrapped as a pulumi-policy policy, with its level and config.
+
+``policies/__main__.py`` hands ``POLICIES`` to ``PolicyPack`` under the real CLI; preflight's
+``policy_runner`` drives the same policies through pulumi_policy's analyzer servicer. A policy's
+description is the first line of its rule function's docstring.
+
+Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``all`` sets every level):
+  allowed-regions           {"allowedRegions": ["us-east5", ...]}      empty list: any region
+  tpu-queued-provisioning   {"allowTpuQueuedProvisioning": true}
+  long-running-jobs-skip-await {"maxAwaitSeconds": 600}
+  cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+
+from policies import gcp_rules, kube_rules, stack_rules
+
+PACK_NAME = "trainyard"
+PACK_VERSION = "0.1.0"
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+
+def _describe(rule: Callable[..., Any]) -> str:
+    return (rule.__doc__ or rule.__name__).strip().splitlines()[0]
+
+
+def _name(rule: Callable[..., Any]) -> str:
+    return rule.__name__.replace("_", "-")
+
+
+def resource_policy(
+    rule: Callable[..., Any], level: EnforcementLevel = MANDATORY, config: PolicyConfigSchema | None = None
+) -> ResourceValidationPolicy:
+    return ResourceValidationPolicy(
+        name=_name(rule), description=_describe(rule), validate=rule, enforcement_level=level, config_schema=config
+    )
+
+
+def stack_policy(
+    rule: Callable[..., Any], level: EnforcementLevel = MANDATORY, config: PolicyConfigSchema | None = None
+) -> StackValidationPolicy:
+    return StackValidationPolicy(
+        name=_name(rule), description=_describe(rule), validate=rule, enforcement_level=level, config_schema=config
+    )
+
+
+ALLOWED_REGIONS_CONFIG = PolicyConfigSchema(
+    properties={
+        "allowedRegions": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[a-zA-Z0-9-]+$"},
+            "default": [],
+            "description": "Regions (or multi-regions such as US) resources may use; empty allows all.",
+        }
+    }
+)
+TPU_QUEUED_CONFIG = PolicyConfigSchema(
+    properties={
+        "allowTpuQueuedProvisioning": {
+            "type": "boolean",
+            "default": False,
+            "description": "Accept queued provisioning on TPU pools (unproven on GKE).",
+        }
+    }
+)
+AWAIT_CONFIG = PolicyConfigSchema(
+    properties={
+        "maxAwaitSeconds": {
+            "type": "number",
+            "minimum": 0,
+            "default": kube_rules.DEFAULT_MAX_AWAIT_SECONDS,
+            "description": "Jobs with an activeDeadlineSeconds up to this may be awaited by pulumi.",
+        }
+    }
+)
+BUDGET_CONFIG = PolicyConfigSchema(
+    properties={
+        "maxUsdPerHour": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Budget in USD per hour for the stack at maximum scale; unset: no budget.",
+        }
+    }
+)
+
+POLICIES: list[Policy] = [
+    resource_policy(gcp_rules.accelerator_vpc_mtu),
+    resource_policy(gcp_rules.flex_start_pool_settings),
+    resource_policy(gcp_rules.queued_provisioning_pool_settings),
+    resource_policy(gcp_rules.tpu_queued_provisioning, config=TPU_QUEUED_CONFIG),
+    resource_policy(gcp_rules.multi_host_tpu_placement),
+    resource_policy(gcp_rules.cluster_workload_identity),
+    resource_policy(gcp_rules.cluster_no_legacy_auth),
+    resource_policy(gcp_rules.cluster_shielded_nodes),
+    resource_policy(gcp_rules.pools_use_gke_metadata_server),
+    resource_policy(gcp_rules.bucket_uniform_access),
+    resource_policy(gcp_rules.no_public_iam_members),
+    resource_policy(gcp_rules.no_basic_roles),
+    resource_policy(gcp_rules.no_service_account_keys),
+    resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
+    resource_policy(kube_rules.privileged_only_on_accelerator_pods),
+    resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
+    stack_policy(stack_rules.dws_workloads_use_kueue),
+    stack_policy(stack_rules.queued_provisioning_has_kueue),
+    stack_policy(stack_rules.ray_worker_groups_match_pools),
+    stack_policy(stack_rules.jax_trainer_workers_match_slices),
+    stack_policy(stack_rules.kueue_quotas_match_pools),
+    resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
+    resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
+    stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
+]
+
+
+def pack_arguments() -> dict[str, Any]:
+    """Keyword arguments for ``PolicyPack`` (and for the analyzer servicer preflight drives)."""
+    return {"name": PACK_NAME, "policies": POLICIES, "enforcement_level": MANDATORY}

@@ -1,0 +1,166 @@
+"""Kubernetes workloads as the engine sees them: pod templates, accelerator requests, where pods can land.
+
+A Kubernetes resource's type token is ``kubernetes:<group>/<version>:<Kind>``; its inputs are the object
+(camelCase, numbers as floats). Pod templates sit at different paths per kind; Ray worker groups carry
+their own replicas and ``numOfHosts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policies.pools import GPU_RESOURCE, TPU_RESOURCE, PoolFacts
+from policies.props import as_number, entries, items, lookup
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
+ACCELERATOR_NODE_LABELS = (
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-tpu-accelerator",
+    "cloud.google.com/gke-tpu-topology",
+)
+_POD_SPEC_PATHS = {
+    "Pod": ("spec",),
+    "Job": ("spec.template.spec",),
+    "Deployment": ("spec.template.spec",),
+    "StatefulSet": ("spec.template.spec",),
+    "DaemonSet": ("spec.template.spec",),
+    "ReplicaSet": ("spec.template.spec",),
+    "CronJob": ("spec.jobTemplate.spec.template.spec",),
+}
+RAY_KINDS = ("RayCluster", "RayJob", "RayService")
+BATCH_KINDS = ("Job", "RayJob", "JobSet")
+
+
+def kind_of(resource_type: str) -> str | None:
+    """``kubernetes:batch/v1:Job`` -> ``Job``; None for non-Kubernetes types."""
+    if not resource_type.startswith("kubernetes:"):
+        return None
+    return resource_type.rsplit(":", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    where: str
+    spec: Any
+    group: Any = None  # the Ray worker group holding this template, if any
+
+    @property
+    def is_ray_worker(self) -> bool:
+        return self.group is not None
+
+
+def _ray_cluster_spec_path(kind: str) -> str:
+    return {"RayCluster": "spec", "RayJob": "spec.rayClusterSpec", "RayService": "spec.rayClusterConfig"}[kind]
+
+
+def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
+    """Every pod spec the object would create, with where it sits."""
+    templates: list[PodTemplate] = []
+    for path in _POD_SPEC_PATHS.get(kind, ()):
+        spec = lookup(props, path)
+        if isinstance(spec, Mapping):
+            templates.append(PodTemplate(path, spec))
+    if kind in RAY_KINDS:
+        base = _ray_cluster_spec_path(kind)
+        head = lookup(props, f"{base}.headGroupSpec.template.spec")
+        if isinstance(head, Mapping):
+            templates.append(PodTemplate(f"{base}.headGroupSpec", head))
+        for index, group in enumerate(items(props, f"{base}.workerGroupSpecs")):
+            spec = lookup(group, "template.spec")
+            if isinstance(spec, Mapping):
+                templates.append(PodTemplate(f"{base}.workerGroupSpecs[{index}]", spec, group))
+    if kind == "JobSet":
+        for index, job in enumerate(items(props, "spec.replicatedJobs")):
+            spec = lookup(job, "template.spec.template.spec")
+            if isinstance(spec, Mapping):
+                templates.append(PodTemplate(f"spec.replicatedJobs[{index}]", spec))
+    return templates
+
+
+def containers(pod_spec: Any) -> list[Any]:
+    return items(pod_spec, "containers") + items(pod_spec, "initContainers")
+
+
+def accelerator_requests(pod_spec: Any) -> dict[str, float]:
+    """Accelerators one pod asks for, by resource name (limits, or requests where no limit)."""
+    totals: dict[str, float] = {}
+    for container in containers(pod_spec):
+        for resource in ACCELERATOR_RESOURCES:
+            amount = as_number(lookup(container, ("resources", "limits", resource)))
+            if amount is None:
+                amount = as_number(lookup(container, ("resources", "requests", resource)))
+            if amount:
+                totals[resource] = totals.get(resource, 0.0) + amount
+    return totals
+
+
+def _required_terms(pod_spec: Any) -> list[list[Any]]:
+    path = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    return [items(term, "matchExpressions") for term in items(pod_spec, path)]
+
+
+def selected_label_keys(pod_spec: Any) -> set[str]:
+    keys = set(entries(pod_spec, "nodeSelector"))
+    for term in _required_terms(pod_spec):
+        keys.update(str(lookup(expression, "key")) for expression in term)
+    return keys
+
+
+def is_accelerator_pod(pod_spec: Any) -> bool:
+    """Asks for TPU/GPU resources, or is pinned to accelerator nodes by label."""
+    return bool(accelerator_requests(pod_spec)) or bool(selected_label_keys(pod_spec) & set(ACCELERATOR_NODE_LABELS))
+
+
+def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
+    key, operator = lookup(expression, "key"), lookup(expression, "operator")
+    values = [str(value) for value in items(expression, "values")]
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return True  # Gt/Lt and unknowns: cannot rule the pool out
+
+
+def can_land_on(pod_spec: Any, pool: PoolFacts) -> bool:
+    """Whether the pod's node selector, required node affinity and accelerator requests fit the pool."""
+    selector = entries(pod_spec, "nodeSelector")
+    if any(pool.labels.get(key) != str(value) for key, value in selector.items()):
+        return False
+    terms = _required_terms(pod_spec)
+    if terms and not any(all(_expression_matches(e, pool.labels) for e in term) for term in terms):
+        return False
+    requested = accelerator_requests(pod_spec)
+    if requested:
+        return pool.accelerator_resource in requested
+    # Accelerator nodes are tainted; only pods aimed at them by label land there without requests.
+    return pool.accelerator_resource is None or bool(selector) or bool(terms)
+
+
+def landing_pools(pod_spec: Any, pools: list[PoolFacts]) -> list[PoolFacts]:
+    return [pool for pool in pools if can_land_on(pod_spec, pool)]
+
+
+def labels_of(props: Any) -> dict[str, Any]:
+    return entries(props, "metadata.labels")
+
+
+def annotations_of(props: Any) -> dict[str, Any]:
+    return entries(props, "metadata.annotations")
+
+
+def namespace_of(props: Any) -> str:
+    namespace = lookup(props, "metadata.namespace")
+    return namespace if isinstance(namespace, str) else "default"
+
+
+def object_name(props: Any, fallback: str) -> str:
+    name = lookup(props, "metadata.name")
+    return name if isinstance(name, str) else fallback

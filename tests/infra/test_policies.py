@@ -1,0 +1,219 @@
+"""Every rule of the pack, driven through pulumi_policy's analyzer with engine-shaped resources.
+
+``good_stack()`` passes every rule; each case changes one thing and names exactly the policies that must
+fire (mandatory unless stated). A meta-test checks every mandatory policy has a case that proves it fires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from policies import rules
+from preflight.policy_runner import evaluate
+from tests.infra import policy_fixtures as fx
+
+GPU_POOL, SLICE, SYSTEM = "gpu-nodepool-dws", "v6e-16-0", "system"
+Stack = list[dict[str, Any]]
+
+
+def fired(stack: Stack, config: dict[str, Any] | None = None, level: str = "mandatory") -> set[str]:
+    return {v.policy for v in evaluate(fx.plan(stack), config) if v.level == level}
+
+
+def edit(name: str, path: str, value: Any) -> Callable[[], Stack]:
+    def build() -> Stack:
+        stack = fx.good_stack()
+        return fx.replace(stack, fx.changed(fx.by_name(stack, name), path, value))
+
+    return build
+
+
+def add(*extra: Callable[[], dict[str, Any]]) -> Callable[[], Stack]:
+    return lambda: fx.good_stack() + [make() for make in extra]
+
+
+def without(name: str) -> Callable[[], Stack]:
+    return lambda: [item for item in fx.good_stack() if item["name"] != name]
+
+
+def queued_tpu_pool() -> dict[str, Any]:
+    return fx.changed(fx.flex_tpu_slice_pool(), "queuedProvisioning", {"enabled": True})
+
+
+def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
+    container = {"name": "web", "image": "nginx", "securityContext": {"privileged": privileged}}
+    return fx.resource(
+        "kubernetes:apps/v1:Deployment",
+        "web",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+         "spec": {"replicas": 1.0, "template": {"spec": {"containers": [container], **pod}}}},
+    )
+
+
+def cpu_job(**spec: Any) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]}}
+    return fx.resource(
+        "kubernetes:batch/v1:Job", "prep",
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "prep"}, "spec": {"template": template, **spec}},
+    )
+
+
+def iam(type_: str, **inputs: Any) -> Callable[[], dict[str, Any]]:
+    return lambda: fx.resource(type_, "grant", {"project": "trainyard-dev", **inputs})
+
+
+VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
+    ("mtu 1500", edit("trainyard-dev-dcn-1", "mtu", 1500.0), {"accelerator-vpc-mtu"}),
+    ("mtu unset", edit("trainyard-dev-gvnic", "mtu", fx.DELETE), {"accelerator-vpc-mtu"}),
+    ("flex auto-repair on", edit(GPU_POOL, "management.autoRepair", True),
+     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    ("flex auto-upgrade on", edit(GPU_POOL, "management.autoUpgrade", True), {"flex-start-pool-settings"}),
+    ("flex management unset", edit(GPU_POOL, "management", fx.DELETE),
+     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    ("flex min 1", edit(GPU_POOL, "autoscaling.totalMinNodeCount", 1.0),
+     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    ("flex initial 2", edit(GPU_POOL, "initialNodeCount", 2.0),
+     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    ("flex reservation", edit(GPU_POOL, "nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),
+     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    ("flex without autoscaling", lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling", fx.DELETE)],
+     {"flex-start-pool-settings", "multi-host-tpu-placement", "dws-workloads-use-kueue"}),
+    ("queued without flex, reservation", lambda: fx.replace(fx.good_stack(), fx.changed(
+        fx.changed(fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE),
+        "nodeConfig.reservationAffinity", fx.DELETE)), {"queued-provisioning-pool-settings"}),
+    ("TPU with queued provisioning", add(queued_tpu_pool),
+     {"tpu-queued-provisioning", "queued-provisioning-has-kueue", "dws-workloads-use-kueue"}),
+    ("slice SPREAD", edit(SLICE, "placementPolicy.type", "SPREAD"), {"multi-host-tpu-placement"}),
+    ("slice 3 nodes", edit(SLICE, "nodeCount", 3.0), {"multi-host-tpu-placement"}),
+    ("slice two zones", edit(SLICE, "nodeLocations", ["us-east5-b", "us-east5-c"]), {"multi-host-tpu-placement"}),
+    ("slice bad topology", edit(SLICE, "placementPolicy.tpuTopology", "3x3"),
+     {"multi-host-tpu-placement", "ray-worker-groups-match-pools"}),
+    ("flex slice max 8", lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling.maxNodeCount", 8.0)],
+     {"multi-host-tpu-placement", "dws-workloads-use-kueue"}),
+    ("no workload identity", edit("trainyard-dev", "workloadIdentityConfig", fx.DELETE), {"cluster-workload-identity"}),
+    ("legacy ABAC", edit("trainyard-dev", "enableLegacyAbac", True), {"cluster-no-legacy-auth"}),
+    ("client certificate", edit("trainyard-dev", "masterAuth.clientCertificateConfig.issueClientCertificate", True),
+     {"cluster-no-legacy-auth"}),
+    ("basic auth", edit("trainyard-dev", "masterAuth.username", "admin"), {"cluster-no-legacy-auth"}),
+    ("shielded nodes off", edit("trainyard-dev", "enableShieldedNodes", False), {"cluster-shielded-nodes"}),
+    ("pool on GCE metadata", edit(SYSTEM, "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"),
+     {"pools-use-gke-metadata-server"}),
+    ("pool metadata unset", edit(SLICE, "nodeConfig.workloadMetadataConfig", fx.DELETE), {"pools-use-gke-metadata-server"}),
+    ("default pool kept on GCE metadata", lambda: fx.replace(fx.good_stack(), fx.changed(fx.changed(
+        fx.cluster(), "removeDefaultNodePool", False), "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA")),
+     {"pools-use-gke-metadata-server"}),
+    ("bucket fine-grained ACLs", edit("trainyard-dev-data", "uniformBucketLevelAccess", False), {"bucket-uniform-access"}),
+    ("bucket PAP inherited", edit("trainyard-dev-data", "publicAccessPrevention", "inherited"), {"bucket-uniform-access"}),
+    ("bucket allUsers", edit("runner-object-user", "member", "allUsers"), {"no-public-iam-members"}),
+    ("bucket editor", edit("runner-object-user", "role", "roles/editor"), {"no-basic-roles"}),
+    ("project binding", add(iam("gcp:projects/iAMBinding:IAMBinding", role="roles/viewer",
+                                members=["allAuthenticatedUsers", "user:a@example.com"])),
+     {"no-public-iam-members", "no-basic-roles"}),
+    ("project policy owner", add(iam("gcp:projects/iAMPolicy:IAMPolicy",
+                                     policyData='{"bindings": [{"role": "roles/owner", "members": ["user:a@example.com"]}]}')),
+     {"no-basic-roles"}),
+    ("service account key", add(lambda: fx.resource("gcp:serviceaccount/key:Key", "runner-key",
+                                                    {"serviceAccountId": "runner"})), {"no-service-account-keys"}),
+    ("privileged web pod", add(plain_deployment), {"privileged-only-on-accelerator-pods"}),
+    ("job without skipAwait", edit("fsdp-finetune", "metadata.annotations", {}), {"long-running-jobs-skip-await"}),
+    ("rayjob without skipAwait", edit("maxtext", "metadata.annotations", fx.DELETE), {"long-running-jobs-skip-await"}),
+    ("CPU job without deadline", add(cpu_job), {"long-running-jobs-skip-await"}),
+    ("CPU job of an hour", add(lambda: cpu_job(activeDeadlineSeconds=3600.0)), {"long-running-jobs-skip-await"}),
+    ("DWS job without queue label", edit("fsdp-finetune", "metadata.labels", fx.DELETE),
+     {"dws-workloads-use-kueue"}),
+    ("DWS job on an unknown queue", edit("fsdp-finetune", "metadata.labels", {fx.QUEUE_LABEL: "nope"}),
+     {"dws-workloads-use-kueue"}),
+    ("no ProvisioningRequestConfig", without("dws-config"), {"queued-provisioning-has-kueue"}),
+    ("no AdmissionCheck", without("dws-prov"), {"queued-provisioning-has-kueue"}),
+    ("check not on the queue", edit("dws-cluster-queue", "spec.admissionChecksStrategy", fx.DELETE),
+     {"queued-provisioning-has-kueue"}),
+    ("config manages TPUs only", edit("dws-config", "spec.managedResources", ["google.com/tpu"]),
+     {"queued-provisioning-has-kueue"}),
+    ("quota 1e9", edit("dws-cluster-queue", "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", 1e9),
+     {"kueue-quotas-match-pools"}),
+    ("flavor selects nothing", edit("dws-flavor", "spec.nodeLabels", {"cloud.google.com/gke-nodepool": "nope"}),
+     {"kueue-quotas-match-pools"}),
+    ("flavor missing", without("dws-flavor"), {"kueue-quotas-match-pools"}),
+    ("worker group 2 hosts", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.numOfHosts", 2.0),
+     {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"}),
+    ("worker 8 chips", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.containers.0.resources",
+                            {"limits": {"google.com/tpu": "8"}}), {"ray-worker-groups-match-pools"}),
+    ("3 replicas on 2 slices", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.maxReplicas", 3.0),
+     {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"}),
+    ("trainer 6 workers", lambda: fx.replace(fx.good_stack(), fx.maxtext_rayjob(workers=6)),
+     {"jax-trainer-workers-match-slices"}),
+]
+
+
+def test_good_stack_passes_every_rule():
+    assert evaluate(fx.plan(fx.good_stack())) == []
+
+
+@pytest.mark.parametrize(("label", "build", "expected"), VIOLATIONS, ids=[case[0] for case in VIOLATIONS])
+def test_violation_fires_exactly_its_rules(label, build, expected):
+    assert fired(build()) == expected
+
+
+def test_every_mandatory_policy_is_proven_to_fire():
+    mandatory = {p.name for p in rules.POLICIES if p.enforcement_level == rules.MANDATORY} - {"allowed-regions"}
+    proven = set().union(*(expected for _, _, expected in VIOLATIONS))
+    assert mandatory - proven == set()
+
+
+PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    ("flex TPU slice used through Kueue", lambda: fx.replace(
+        fx.good_stack() + [fx.flex_tpu_slice_pool()],
+        fx.changed(fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE})), None),
+    ("TPU queued provisioning allowed", lambda: fx.replace(fx.good_stack() + [queued_tpu_pool()], fx.changed(
+        fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE})),
+     {"tpu-queued-provisioning": {"allowTpuQueuedProvisioning": True}, "queued-provisioning-has-kueue": "disabled"}),
+    ("privileged GPU DaemonSet by affinity", add(lambda: fx.changed(plain_deployment(affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}]}]}}}), "kind", "DaemonSet")), None),
+    ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
+    ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
+    ("hour-long CPU job under a raised await limit", add(lambda: cpu_job(activeDeadlineSeconds=3600.0)),
+     {"long-running-jobs-skip-await": {"maxAwaitSeconds": 7200}}),
+    ("regions allowed", fx.good_stack, {"allowed-regions": {"allowedRegions": ["us-east5", "US-EAST5"]}}),
+    ("spot GPU pool", lambda: fx.replace(fx.good_stack(), fx.changed(fx.changed(fx.changed(fx.changed(
+        fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE), "queuedProvisioning", fx.DELETE),
+        "nodeConfig.spot", True), "nodeConfig.reservationAffinity", fx.DELETE)), {"queued-provisioning-has-kueue": "disabled"}),
+]
+
+
+@pytest.mark.parametrize(("label", "build", "config"), PASSES, ids=[case[0] for case in PASSES])
+def test_compliant_variation_passes(label, build, config):
+    assert fired(build(), config) == set()
+
+
+def test_allowed_regions_fires_on_each_resource_outside():
+    verdicts = evaluate(fx.plan(fx.good_stack()), {"allowed-regions": {"allowedRegions": ["europe-west4"]}})
+    outside = {v.urn.rsplit("::", 1)[-1] for v in verdicts if v.policy == "allowed-regions"}
+    assert outside == {"trainyard-dev", SYSTEM, SLICE, "v6e-16-1", GPU_POOL, "trainyard-dev-data"}
+    assert all(v.level == "mandatory" for v in verdicts)
+
+
+def test_advisories_do_not_block():
+    stack = fx.replace(fx.good_stack(), fx.changed(fx.cluster(), "deletionProtection", False))
+    stack = fx.replace(stack, fx.changed(fx.system_pool(), "autoscaling", {"totalMinNodeCount": 3.0}))
+    assert fired(stack) == set()
+    assert fired(stack, level="advisory") == {"cluster-deletion-protection-off", "pool-has-max-size"}
+
+
+def test_budget_is_advisory_unless_configured_mandatory():
+    over = {"cost-within-budget": {"maxUsdPerHour": 10}}
+    assert fired(fx.good_stack(), over, level="advisory") == {"cost-within-budget"}
+    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 10, "enforcementLevel": "mandatory"}}) == {
+        "cost-within-budget"
+    }
+    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}, level="advisory") == set()
+
+
+def test_messages_name_resource_property_and_value():
+    stack = edit("trainyard-dev-dcn-1", "mtu", 1500.0)()
+    (verdict,) = [v for v in evaluate(fx.plan(stack)) if v.policy == "accelerator-vpc-mtu"]
+    assert "trainyard-dev-dcn-1" in verdict.message and "1500" in verdict.message and "8896" in verdict.message
+    assert verdict.urn.endswith("gcp:compute/network:Network::trainyard-dev-dcn-1")
