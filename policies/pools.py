@@ -10,10 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components import cost, topology
-from policies.props import entries, is_true, items, lookup, plain
+from policies.props import entries, has_unknown, is_true, items, lookup, plain
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 TPU_RESOURCE = "google.com/tpu"
+# The inputs pool facts are read from; an unknown one makes the facts uncertain during preview.
+FACT_INPUTS = (
+    "name", "location", "nodeLocations", "nodeCount", "initialNodeCount", "autoscaling", "placementPolicy",
+    "queuedProvisioning", "nodeConfig.machineType", "nodeConfig.labels", "nodeConfig.flexStart",
+    "nodeConfig.spot", "nodeConfig.guestAccelerators",
+)
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -32,6 +38,7 @@ class PoolFacts:
     spot: bool
     size: cost.PoolSize
     labels: dict[str, str] = field(default_factory=dict)
+    uncertain: bool = False
 
     @property
     def is_tpu(self) -> bool:
@@ -132,6 +139,7 @@ def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
         spot=is_true(lookup(props, "nodeConfig.spot")),
         size=cost.pool_size(plain(props)),
         labels=node_labels(pool_name, props, tpu_slice, gpu_type),
+        uncertain=any(has_unknown(lookup(props, path)) for path in FACT_INPUTS),
     )
 
 

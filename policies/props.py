@@ -108,6 +108,18 @@ def plain(value: Any) -> Any:
     return value
 
 
+def has_unknown(value: Any) -> bool:
+    """Whether any part of an engine value is unknown during preview."""
+    value = plain(value)
+    if is_unknown(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(has_unknown(item) for item in value.values())
+    if isinstance(value, list):
+        return any(has_unknown(item) for item in value)
+    return False
+
+
 def _keys(mapping: Mapping) -> Iterator[str]:
     return iter(mapping)
 

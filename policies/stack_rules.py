@@ -26,6 +26,7 @@ from policies.workloads import (
     namespace_of,
     object_name,
     pod_templates,
+    uncertain,
 )
 
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
@@ -37,24 +38,34 @@ def _objects(args: StackValidationArgs, kind: str) -> list[Any]:
     return [r for r in args.resources if kind_of(r.resource_type) == kind]
 
 
+def _known_pools(args: StackValidationArgs) -> list[PoolFacts] | None:
+    """The stack's pools, or None when any pool's facts are unknown during preview (cannot judge yet)."""
+    pools = stack_pools(args.resources)
+    return None if any(pool.uncertain for pool in pools) else pools
+
+
+def _any_uncertain(args: StackValidationArgs, *kinds: str) -> bool:
+    return any(uncertain(kind, r.props) for kind in kinds for r in _objects(args, kind))
+
+
 def dws_workloads_use_kueue(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """Jobs and RayJobs that can land on DWS pools carry a Kueue queue label naming a LocalQueue.
 
     DWS capacity arrives all at once for an admitted workload; a job that bypasses Kueue either waits
     forever on a queued-provisioning pool or grabs flex-start nodes piecemeal, so gang jobs deadlock.
     """
-    pools = stack_pools(args.resources)
+    pools = _known_pools(args)
+    if pools is None or _any_uncertain(args, "LocalQueue"):
+        return
     local_queues = {
         (namespace_of(r.props), object_name(r.props, r.name)) for r in _objects(args, "LocalQueue")
     }
     for resource in args.resources:
         kind = kind_of(resource.resource_type)
-        if kind not in BATCH_KINDS + RAY_KINDS:
+        if kind not in BATCH_KINDS + RAY_KINDS or uncertain(kind, resource.props):
             continue
         dws = sorted({p.name for t in pod_templates(kind, resource.props) for p in landing_pools(t.spec, pools) if p.is_dws})
         if not dws:
-            continue
-        if is_unknown(lookup(resource.props, "metadata.labels")):
             continue
         queue = labels_of(resource.props).get(QUEUE_LABEL)
         if not queue:
@@ -76,9 +87,11 @@ def queued_provisioning_has_kueue(args: StackValidationArgs, report_violation: R
     queued-provisioning.gke.io managing the pool's accelerator, an AdmissionCheck using it and a
     ClusterQueue running that check, nothing can ever start a node in it.
     """
-    queued = [pool for pool in stack_pools(args.resources) if pool.queued]
-    if not queued:
+    pools = _known_pools(args)
+    kueue_kinds = ("ProvisioningRequestConfig", "AdmissionCheck", "ClusterQueue")
+    if pools is None or _any_uncertain(args, *kueue_kinds):
         return
+    queued = [pool for pool in pools if pool.queued]
     configs = {
         object_name(r.props, r.name): {str(x) for x in items(r.props, "spec.managedResources")}
         for r in _objects(args, "ProvisioningRequestConfig")
@@ -120,10 +133,12 @@ def ray_worker_groups_match_pools(args: StackValidationArgs, report_violation: R
     KubeRay creates numOfHosts pods per replica, one per VM of a slice; a group whose numOfHosts or
     google.com/tpu request differs from the slice, or with more replicas than slices, never schedules.
     """
-    pools = stack_pools(args.resources)
+    pools = _known_pools(args)
+    if pools is None:
+        return
     for resource in args.resources:
         kind = kind_of(resource.resource_type)
-        if kind not in RAY_KINDS:
+        if kind not in RAY_KINDS or uncertain(kind, resource.props):
             continue
         for template in pod_templates(kind, resource.props):
             if template.is_ray_worker:
@@ -173,8 +188,12 @@ def jax_trainer_workers_match_slices(args: StackValidationArgs, report_violation
     --max-workers); Ray Train reserves one worker per TPU host and scales elastic jobs by whole slices
     (ray PRs #61299, #64284), so any other number hangs waiting for hosts that never come.
     """
-    pools = stack_pools(args.resources)
+    pools = _known_pools(args)
+    if pools is None:
+        return
     for resource in _objects(args, "RayJob"):
+        if uncertain("RayJob", resource.props):
+            continue
         entrypoint = lookup(resource.props, "spec.entrypoint")
         if not isinstance(entrypoint, str):
             continue
@@ -218,7 +237,9 @@ def kueue_quotas_match_pools(args: StackValidationArgs, report_violation: Report
     leaves slices idle. Quota = nodes at maximum scale x chips or GPUs per node over the pools the
     ResourceFlavor's nodeLabels select.
     """
-    pools = stack_pools(args.resources)
+    pools = _known_pools(args)
+    if pools is None or _any_uncertain(args, "ResourceFlavor", "ClusterQueue"):
+        return
     flavors = {object_name(r.props, r.name): r for r in _objects(args, "ResourceFlavor")}
     for queue in _objects(args, "ClusterQueue"):
         for group in items(queue.props, "spec.resourceGroups"):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.pools import GPU_RESOURCE, TPU_RESOURCE, PoolFacts
-from policies.props import as_number, entries, items, lookup
+from policies.props import as_number, entries, has_unknown, is_unknown, items, lookup
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -164,3 +164,31 @@ def namespace_of(props: Any) -> str:
 def object_name(props: Any, fallback: str) -> str:
     name = lookup(props, "metadata.name")
     return name if isinstance(name, str) else fallback
+
+
+def uncertain(kind: str, props: Any) -> bool:
+    """Whether what the stack rules read of this object (metadata, scheduling, sizes) is unknown yet."""
+    if has_unknown(lookup(props, "metadata")):
+        return True
+    if kind not in _POD_SPEC_PATHS and kind not in RAY_KINDS and kind != "JobSet":
+        return has_unknown(lookup(props, "spec"))  # Kueue objects: the whole spec matters
+    containers_at = list(_POD_SPEC_PATHS.get(kind, ()))
+    if kind in RAY_KINDS:
+        base = _ray_cluster_spec_path(kind)
+        containers_at.append(f"{base}.headGroupSpec.template.spec")
+        groups = lookup(props, f"{base}.workerGroupSpecs")
+        if is_unknown(groups) or any(is_unknown(lookup(g, "template.spec")) for g in items(props, f"{base}.workerGroupSpecs")):
+            return True
+    if kind == "JobSet" and is_unknown(lookup(props, "spec.replicatedJobs")):
+        return True
+    if any(is_unknown(lookup(props, path)) for path in containers_at):
+        return True
+    for template in pod_templates(kind, props):
+        scheduling = [lookup(template.spec, key) for key in ("nodeSelector", "affinity", "containers")]
+        scheduling += [lookup(c, "resources") for c in containers(template.spec)]
+        scheduling += [lookup(template.group, key) for key in ("replicas", "maxReplicas", "numOfHosts")]
+        if any(has_unknown(value) for value in scheduling if not isinstance(value, list)) or any(
+            is_unknown(value) for value in scheduling
+        ):
+            return True
+    return is_unknown(lookup(props, "spec.entrypoint"))
