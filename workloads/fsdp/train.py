@@ -20,8 +20,8 @@ from workloads.fsdp.model import build_model
 
 def planners(config: TrainConfig, info: DistInfo, tokenizer, splits) -> tuple[BatchPlanner, BatchPlanner]:
     common = {"max_len": config.max_seq_length, "rows_per_device": config.per_device_train_batch_size,
-                  "world_size": info.world_size, "rank": info.rank, "pad_id": pad_token_id(tokenizer),
-                  "packing": config.packing, "seed": config.dataset_seed}
+              "world_size": info.world_size, "rank": info.rank, "pad_id": pad_token_id(tokenizer),
+              "packing": config.packing, "seed": config.dataset_seed}
     return BatchPlanner(splits.train, **common), BatchPlanner(splits.test, **common)
 
 
@@ -37,9 +37,20 @@ def make_schedule(config: TrainConfig, train: BatchPlanner) -> Schedule:
                     config.eval_max_batches)
 
 
+def quiet_other_ranks(info: DistInfo) -> None:
+    """Only rank 0 draws the libraries' progress bars; eight copies per node are noise."""
+    if not info.is_main:
+        import datasets
+        import transformers
+
+        datasets.disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     config = parse_config(argv)
     info = init_distributed(config.dist_timeout_s)
+    quiet_other_ranks(info)
     tokenizer = load_tokenizer(config)
     train_rows, eval_rows = planners(config, info, tokenizer, prepare_splits(config, tokenizer, info))
     schedule = make_schedule(config, train_rows)
