@@ -1,0 +1,75 @@
+"""Preflight's speed: cold CLI run, the program alone after imports, a 64-slice stack vs dev, the schema check's share.
+
+Run: .venv/bin/python benchmarks/preflight.py   (targets: cold <= 15 s, program <= 3 s, 64-slice / dev <= 2)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_DIR))
+
+import yaml
+
+from components.config import load_stack_config
+from preflight.kube_schemas import check_manifests
+from preflight.plan import plan_config, plan_stack
+from preflight.stack_files import read_stack_files
+
+REPEATS = 3
+
+
+def cold_cli_seconds() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "preflight", "--stack", "dev"], cwd=PROJECT_DIR, check=True,
+                   capture_output=True)
+    return time.perf_counter() - start
+
+
+def best_of(action) -> float:
+    timings = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        action()
+        timings.append(time.perf_counter() - start)
+    return min(timings)
+
+
+def big_stack_config(slices: int) -> dict[str, str]:
+    values = yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())["config"]
+    values["trainyard:tpuSlices"][0]["count"] = slices
+    values["trainyard:network"]["podRange"] = "10.64.0.0/14"
+    values["trainyard:network"]["serviceRange"] = "10.68.0.0/19"
+    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
+
+
+def main() -> None:
+    cold = [cold_cli_seconds() for _ in range(REPEATS)]
+    files = read_stack_files(PROJECT_DIR, "dev")
+    plan_stack("dev", PROJECT_DIR)  # warm-up: imports pulumi_gcp and the components
+    dev_seconds = best_of(lambda: plan_stack("dev", PROJECT_DIR))
+    big = big_stack_config(64)
+    big_seconds = best_of(lambda: plan_config(files.project, "big", files.main, big))
+    dev_plan = plan_stack("dev", PROJECT_DIR)
+    version = load_stack_config(dev_plan.config).cluster.version
+    check_manifests(dev_plan.manifests, version)  # warm-up: schema loading is part of the cold run above
+    schema_seconds = best_of(lambda: check_manifests(dev_plan.manifests, version))
+    big_count = len(plan_config(files.project, "big", files.main, big).resources)
+
+    print(f"cold `python -m preflight --stack dev`: median {statistics.median(cold):.2f} s "
+          f"(runs: {', '.join(f'{c:.2f}' for c in cold)}; target <= 15 s)")
+    print(f"program alone after imports, dev ({len(dev_plan.resources)} resources): {dev_seconds:.3f} s (target <= 3 s)")
+    print(f"program alone, 64-slice stack ({big_count} resources): {big_seconds:.3f} s")
+    print(f"64-slice / dev: {big_seconds / dev_seconds:.2f} (target <= 2)")
+    print(f"schema check of {len(dev_plan.manifests)} objects (warm): {schema_seconds * 1000:.1f} ms "
+          f"= {100 * schema_seconds / statistics.median(cold):.1f}% of the cold run")
+
+
+if __name__ == "__main__":
+    main()
