@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from components import topology
 from components.config_checks import ConfigProblem, domain_problems, format_validation_error
+from components.jobs_config import JobsConfig, KueueConfig
 
 NAMESPACE = "trainyard"
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -137,6 +138,8 @@ class StackConfig(BaseModel):
     tpu_slices: tuple[TpuSliceConfig, ...] = Field((), alias="trainyard:tpuSlices")
     gpu_pools: tuple[GpuPoolConfig, ...] = Field((), alias="trainyard:gpuPools")
     storage: StorageConfig = Field(alias="trainyard:storage")
+    kueue: KueueConfig = Field(KueueConfig(), alias="trainyard:kueue")
+    jobs: JobsConfig = Field(JobsConfig(), alias="trainyard:jobs")
 
     @property
     def bucket_location(self) -> str:

@@ -7,6 +7,7 @@ import pulumi
 from components.cluster import Cluster
 from components.config import StackConfig
 from components.gpu_pools import GpuPools
+from components.kueue import Kueue
 from components.network import Networks
 from components.storage import Storage
 from components.tpu_slices import TpuSlices
@@ -21,6 +22,7 @@ class TrainyardStack(pulumi.ComponentResource):
         self.tpu_slices = TpuSlices("tpu-slices", config, self.cluster.cluster, self.networks, child)
         self.gpu_pools = GpuPools("gpu-pools", config, self.cluster.cluster, self.networks, child)
         self.storage = Storage("storage", config, self.cluster.provider, child)
+        self.kueue = Kueue("kueue", config, self.cluster.provider, self.storage.namespace, child)
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ", self.cluster.cluster.name,
             f" --location {config.zone} --project {config.project}",

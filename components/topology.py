@@ -167,3 +167,45 @@ def gpu_machine(machine_type: str) -> GpuMachine:
         raise TopologyError(
             f"{machine_type!r} is not a supported GPU machine type (allowed: {', '.join(GPU_MACHINES)})"
         ) from None
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    """What one VM of a machine type holds for pods: the ceiling a Kueue quota can promise."""
+
+    machine_type: str
+    vcpus: int
+    memory_gib: int
+
+
+# Accelerator machines, from Compute Engine's machine-type tables.
+_ACCELERATOR_SHAPES = {
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+    "a4-highgpu-8g": (224, 3968),
+}
+# General-purpose families: <family>-<class>-<vCPUs>, memory per vCPU by family and class.
+_GIB_PER_VCPU = {
+    ("e2", "standard"): 4, ("e2", "highmem"): 8, ("e2", "highcpu"): 1,
+    ("n2", "standard"): 4, ("n2", "highmem"): 8, ("n2", "highcpu"): 1,
+    ("n2d", "standard"): 4, ("n2d", "highmem"): 8, ("n2d", "highcpu"): 1,
+    ("n4", "standard"): 4, ("n4", "highmem"): 8, ("n4", "highcpu"): 2,
+    ("c3", "standard"): 4, ("c3", "highmem"): 8, ("c3", "highcpu"): 2,
+}  # fmt: skip
+
+
+def machine_shape(machine_type: str) -> MachineShape:
+    """vCPUs and memory of a machine type; TopologyError names what is known."""
+    if machine_type in _ACCELERATOR_SHAPES:
+        vcpus, memory_gib = _ACCELERATOR_SHAPES[machine_type]
+        return MachineShape(machine_type, vcpus, memory_gib)
+    family, _, rest = machine_type.partition("-")
+    machine_class, _, size = rest.partition("-")
+    per_vcpu = _GIB_PER_VCPU.get((family, machine_class))
+    if per_vcpu is None or not size.isdigit() or int(size) < 2:
+        families = sorted({f"{f}-{c}-<vCPUs>" for f, c in _GIB_PER_VCPU})
+        raise TopologyError(
+            f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*_ACCELERATOR_SHAPES, *families])})"
+        )
+    return MachineShape(machine_type, int(size), int(size) * per_vcpu)

@@ -1,0 +1,229 @@
+"""Kueue: the pinned release, and the queue objects derived from the pools (FACTS B).
+
+One ResourceFlavor per TPU slice group (its shape and capacity labels), per GPU pool (its node pool) and for
+the system pool (Ray heads and other CPU pods); one ClusterQueue whose quotas are what those pools hold at
+maximum scale; the `dws-prov` AdmissionCheck with its ProvisioningRequestConfig, applied only on the DWS
+flavors; a LocalQueue in the workload namespace.
+
+The release is the OCI Helm chart (helm.v4.Chart, expanded by the provider plugin): it is the one way to
+set the controller's feature gates without copying upstream YAML, and preflight cannot see inside it. Every
+object built here is plain typed input, so preflight schema-checks all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import topology
+from components.cluster import SYSTEM_POOL_NAME
+from components.config import StackConfig
+from components.node_pools import is_flex_start
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+TPU_RESOURCE = "google.com/tpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+# Labels GKE puts on nodes of each capacity mode (and the taint queued-provisioning nodes carry).
+CAPACITY_LABELS = {"spot": "cloud.google.com/gke-spot", "flexStart": "cloud.google.com/gke-flex-start"}
+QUEUED_LABEL = "cloud.google.com/gke-queued"
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """A ResourceFlavor and its quotas: what the nodes its labels select hold at maximum scale."""
+
+    name: str
+    node_labels: dict[str, str]
+    nodes: int
+    machine: topology.MachineShape
+    accelerator: str | None = None
+    accelerators_per_node: int = 0
+    dws: bool = False  # the ProvisioningRequest admission check runs for it
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+
+    def quota(self, resource: str) -> int | str:
+        if resource == "cpu":
+            return str(self.nodes * self.machine.vcpus)
+        if resource == "memory":
+            return f"{self.nodes * self.machine.memory_gib}Gi"
+        return self.nodes * self.accelerators_per_node if resource == self.accelerator else 0
+
+
+def tpu_flavors(config: StackConfig) -> list[Flavor]:
+    flavors = []
+    for group in config.tpu_slices:
+        tpu = group.slice
+        labels = dict(tpu.node_selector)
+        if group.capacity in CAPACITY_LABELS:
+            labels[CAPACITY_LABELS[group.capacity]] = "true"
+        flavors.append(
+            Flavor(
+                name=group.name, node_labels=labels, nodes=group.count * tpu.vms,
+                machine=topology.machine_shape(tpu.machine_type), accelerator=TPU_RESOURCE,
+                accelerators_per_node=tpu.chips_per_vm, dws=is_flex_start(group.capacity),
+            )
+        )  # fmt: skip
+    return flavors
+
+
+def gpu_flavors(config: StackConfig) -> list[Flavor]:
+    flavors = []
+    for pool in config.gpu_pools:
+        queued = pool.capacity == "dwsQueued"
+        flavors.append(
+            Flavor(
+                name=pool.name, node_labels={NODE_POOL_LABEL: pool.name}, nodes=pool.max_nodes,
+                machine=topology.machine_shape(pool.machine_type), accelerator=GPU_RESOURCE,
+                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued,
+                tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
+            )
+        )  # fmt: skip
+    return flavors
+
+
+def system_flavor(config: StackConfig) -> Flavor:
+    pool = config.cluster.system_pool
+    return Flavor(
+        SYSTEM_POOL_NAME, {NODE_POOL_LABEL: SYSTEM_POOL_NAME}, pool.max_nodes, topology.machine_shape(pool.machine_type)
+    )
+
+
+def ordered_flavors(config: StackConfig) -> list[Flavor]:
+    """The order Kueue tries them in: CPU pods on the system pool; on-demand before DWS when preferred."""
+    accelerated = tpu_flavors(config) + gpu_flavors(config)
+    if config.kueue.prefer_on_demand:
+        accelerated.sort(key=lambda flavor: flavor.dws)  # stable: config order within each kind
+    return [system_flavor(config), *accelerated]
+
+
+def covered_resources(config: StackConfig) -> list[str]:
+    """One resource group: a resource may sit in only one, and CPU pods must fit any flavor's cpu/memory."""
+    resources = ["cpu", "memory"]
+    if config.tpu_slices:
+        resources.append(TPU_RESOURCE)
+    if config.gpu_pools:
+        resources.append(GPU_RESOURCE)
+    return resources
+
+
+def managed_resources(flavors: list[Flavor]) -> list[str]:
+    return sorted({flavor.accelerator for flavor in flavors if flavor.dws and flavor.accelerator})
+
+
+def cluster_queue_spec(config: StackConfig) -> dict:
+    flavors = ordered_flavors(config)
+    resources = covered_resources(config)
+    spec: dict = {
+        "namespaceSelector": {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": resources,
+                "flavors": [
+                    {"name": f.name, "resources": [{"name": r, "nominalQuota": f.quota(r)} for r in resources]}
+                    for f in flavors
+                ],
+            }
+        ],
+    }
+    dws = [flavor.name for flavor in flavors if flavor.dws]
+    if dws:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": config.kueue.admission_check, "onFlavors": dws}]}
+    if config.kueue.cohort:
+        spec["cohortName"] = config.kueue.cohort
+    return spec
+
+
+class Kueue(pulumi.ComponentResource):
+    """`queue_name` is the LocalQueue workloads label themselves with; `ready` what they depend on."""
+
+    queue_name: str
+    ready: list[pulumi.Resource]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        provider: k8s.Provider,
+        workload_namespace: k8s.core.v1.Namespace,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:Kueue", name, None, opts)
+        self._config = config
+        self._provider = provider
+        release = self._release() if config.kueue.install else []
+        crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=release)
+        flavors = ordered_flavors(config)
+        objects = [self._flavor(flavor, crs) for flavor in flavors]
+        objects += self._admission_check(flavors, crs)
+        cluster_queue = self._custom("ClusterQueue", config.kueue.cluster_queue, cluster_queue_spec(config), crs)
+        local_queue = self._custom(
+            "LocalQueue", config.kueue.local_queue, {"clusterQueue": config.kueue.cluster_queue},
+            pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[workload_namespace, cluster_queue])),
+            namespace=workload_namespace.metadata.name,
+        )  # fmt: skip
+        self.queue_name = config.kueue.local_queue
+        self.ready = [*objects, cluster_queue, local_queue]
+        self.register_outputs({"clusterQueue": config.kueue.cluster_queue, "localQueue": config.kueue.local_queue})
+
+    def _release(self) -> list[pulumi.Resource]:
+        kueue = self._config.kueue
+        opts = pulumi.ResourceOptions(parent=self, provider=self._provider)
+        namespace = k8s.core.v1.Namespace(kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts)
+        gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._elastic_jobs() else []
+        chart = k8s.helm.v4.Chart(
+            "kueue",
+            chart=CHART,
+            version=kueue.version.removeprefix("v"),
+            namespace=kueue.namespace,
+            values={"controllerManager": {"featureGates": gates}} if gates else None,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
+        )
+        return [namespace, chart]
+
+    def _elastic_jobs(self) -> bool:
+        return any(job.elastic for job in self._config.jobs.enabled_maxtext)
+
+    def _flavor(self, flavor: Flavor, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+        spec: dict = {"nodeLabels": flavor.node_labels}
+        if flavor.tolerations:
+            spec["tolerations"] = flavor.tolerations
+        return self._custom("ResourceFlavor", flavor.name, spec, opts)
+
+    def _admission_check(self, flavors: list[Flavor], opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+        managed = managed_resources(flavors)
+        if not managed:
+            return []
+        name = self._config.kueue.admission_check
+        request_config = self._custom(
+            "ProvisioningRequestConfig", name,
+            {"provisioningClassName": QUEUED_PROVISIONING_CLASS, "managedResources": managed}, opts,
+        )  # fmt: skip
+        check = self._custom(
+            "AdmissionCheck", name,
+            {
+                "controllerName": PROVISIONING_CONTROLLER,
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
+            },
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[request_config])),
+        )  # fmt: skip
+        return [request_config, check]
+
+    def _custom(
+        self, kind: str, name: str, spec: dict, opts: pulumi.ResourceOptions, namespace: pulumi.Input[str] | None = None
+    ) -> k8s.apiextensions.CustomResource:
+        return k8s.apiextensions.CustomResource(
+            f"{kind.lower()}-{name}",
+            api_version=API_VERSION,
+            kind=kind,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace),
+            spec=spec,
+            opts=opts,
+        )
