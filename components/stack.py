@@ -9,6 +9,7 @@ from components.config import StackConfig
 from components.gpu_pools import GpuPools
 from components.kueue import Kueue
 from components.network import Networks
+from components.rdma import Rdma
 from components.storage import Storage
 from components.tpu_slices import TpuSlices
 
@@ -23,6 +24,7 @@ class TrainyardStack(pulumi.ComponentResource):
         self.gpu_pools = GpuPools("gpu-pools", config, self.cluster.cluster, self.networks, child)
         self.storage = Storage("storage", config, self.cluster.provider, child)
         self.kueue = Kueue("kueue", config, self.cluster.provider, self.storage.namespace, child)
+        self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ", self.cluster.cluster.name,
             f" --location {config.zone} --project {config.project}",

@@ -1,0 +1,148 @@
+"""GPUDirect RDMA for A4 pools: a GKENetworkParamSet and Network per extra NIC, and the NCCL gIB installer.
+
+Pods name these Networks in their `networking.gke.io/interfaces` annotation (eth1 the gVNIC, eth2.. the RDMA
+NICs, in `GpuMachine.additional_network_names` order); the installer DaemonSet copies NCCL and the gIB plugin
+onto every A4 node, where jobs mount them from the host (FACTS A).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import topology
+from components.config import StackConfig
+from components.network import Networks, NodeNetwork
+
+API_VERSION = "networking.gke.io/v1"
+# The tutorial's pin (FACTS A); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.
+GIB_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6"
+PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+HOST_GIB_DIR = "/home/kubernetes/bin/gib"
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
+
+def gpu_machines(config: StackConfig) -> list[topology.GpuMachine]:
+    """The distinct GPU machine types of the stack's pools, in config order."""
+    return list({pool.machine_type: pool.machine for pool in config.gpu_pools}.values())
+
+
+def pod_interfaces(machine: topology.GpuMachine) -> str:
+    """The `networking.gke.io/interfaces` annotation: eth0 stays the pod network, then eth1.. in NIC order."""
+    interfaces = [{"interfaceName": "eth0", "network": "default"}]
+    interfaces += [
+        {"interfaceName": f"eth{index + 1}", "network": network}
+        for index, network in enumerate(machine.additional_network_names)
+    ]
+    return json.dumps(interfaces)
+
+
+class Rdma(pulumi.ComponentResource):
+    """Created only when the stack has GPU pools; `ready` lists what RDMA pods depend on."""
+
+    ready: list[pulumi.Resource]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        networks: Networks,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:Rdma", name, None, opts)
+        self._opts = pulumi.ResourceOptions(parent=self, provider=provider)
+        machine = gpu_machines(config)[0]
+        attached = list(zip(machine.gvnic_network_names, networks.gvnic, strict=True))
+        attached += list(zip(machine.rdma_network_names, networks.rdma, strict=True))
+        self.ready = [
+            resource
+            for network_name, node_network in attached
+            for resource in self._network(network_name, node_network, "RDMA" if network_name.startswith("rdma") else "NetDevice")
+        ]
+        self.ready.append(self._installer(sorted({m.accelerator for m in gpu_machines(config)})))
+        self.register_outputs({"networks": [network_name for network_name, _ in attached]})
+
+    def _network(self, network_name: str, node_network: NodeNetwork, device_mode: str) -> list[pulumi.Resource]:
+        params = k8s.apiextensions.CustomResource(
+            f"gkenetworkparamset-{network_name}",
+            api_version=API_VERSION,
+            kind="GKENetworkParamSet",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name),
+            spec={"vpc": node_network.network.name, "vpcSubnet": node_network.subnetwork.name, "deviceMode": device_mode},
+            opts=self._opts,
+        )
+        network = k8s.apiextensions.CustomResource(
+            f"network-{network_name}",
+            api_version=API_VERSION,
+            kind="Network",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name),
+            spec={
+                "type": "Device",
+                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": network_name},
+            },
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[params])),
+        )
+        return [params, network]
+
+    def _installer(self, accelerators: list[str]) -> k8s.apps.v1.DaemonSet:
+        labels = {"k8s-app": "nccl-rdma-installer"}
+        host_paths = {"library-dir-host": f"{HOST_NVIDIA_DIR}/lib64", "gib": HOST_GIB_DIR}
+        install = (
+            "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
+            "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+            "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
+        )
+        pod = k8s.core.v1.PodSpecArgs(
+            priority_class_name="system-node-critical",
+            affinity=k8s.core.v1.AffinityArgs(
+                node_affinity=k8s.core.v1.NodeAffinityArgs(
+                    required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
+                        node_selector_terms=[
+                            k8s.core.v1.NodeSelectorTermArgs(
+                                match_expressions=[
+                                    k8s.core.v1.NodeSelectorRequirementArgs(key=ACCELERATOR_LABEL, operator="In", values=accelerators)
+                                ]
+                            )
+                        ]
+                    )
+                )
+            ),
+            tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
+            host_network=True,
+            host_pid=True,
+            volumes=[
+                k8s.core.v1.VolumeArgs(name=volume, host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=path, type="DirectoryOrCreate"))
+                for volume, path in host_paths.items()
+            ],
+            init_containers=[
+                k8s.core.v1.ContainerArgs(
+                    name="nccl-rdma-installer",
+                    image=GIB_INSTALLER_IMAGE,
+                    command=["/bin/sh", "-c"],
+                    args=[install],
+                    resources=k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": "150m"}),
+                    security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+                    volume_mounts=[
+                        k8s.core.v1.VolumeMountArgs(name=volume, mount_path=f"/usr/local{path}")
+                        for volume, path in host_paths.items()
+                    ],
+                )
+            ],
+            containers=[k8s.core.v1.ContainerArgs(name="pause", image=PAUSE_IMAGE)],
+        )
+        return k8s.apps.v1.DaemonSet(
+            "nccl-rdma-installer",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="nccl-rdma-installer", namespace="kube-system", labels=labels),
+            spec=k8s.apps.v1.DaemonSetSpecArgs(
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=pod
+                ),
+            ),
+            opts=self._opts,
+        )
