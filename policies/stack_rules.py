@@ -268,9 +268,12 @@ def _flavor_problems(flavor: Any, flavors: Mapping[str, Any], pools: list[PoolFa
         ]
         capacity = sum((pool.size.max_nodes or 0) * pool.accelerators_per_node for pool in matched)
         amount = as_number(nominal)
+        if amount == capacity:
+            continue  # includes 0 for a resource the flavor's nodes do not have (Kueue lists every one)
         if not matched:
-            problems.append(f"flavor '{name}' ({node_labels}) selects no node pool with {resource}")
-        elif amount != capacity:
+            problems.append(f"flavor '{name}' ({node_labels}) has {resource} nominalQuota {nominal} but selects "
+                            f"no node pool with {resource}")
+        else:
             problems.append(
                 f"flavor '{name}' {resource} nominalQuota is {nominal}, its pools "
                 f"{sorted(p.name for p in matched)} hold {capacity} at maximum scale"

@@ -1,0 +1,125 @@
+"""preflight.diff: the pure comparison of two plans, its Markdown, and `diff` over two git commits."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from preflight import diff
+from tests.infra import policy_fixtures as fx
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def edited(name: str, path: str, value) -> dict:
+    stack = fx.good_stack()
+    return fx.plan(fx.replace(stack, fx.changed(fx.by_name(stack, name), path, value)))
+
+
+def test_identical_plans_have_no_changes():
+    result = diff.compare(fx.plan(fx.good_stack()), fx.plan(fx.good_stack()))
+    assert (result.added, result.removed, result.changed, result.new_verdicts) == ([], [], [], [])
+    assert result.head_cost.max_usd_per_hour == pytest.approx(result.base_cost.max_usd_per_hour)
+
+
+def test_mtu_change_shows_path_values_and_the_new_violation():
+    result = diff.compare(fx.plan(fx.good_stack()), edited("trainyard-dev-dcn-1", "mtu", 1500.0))
+    (change,) = result.changed
+    assert (change.name, [(c.path, c.old, c.new, c.replaces) for c in change.changes]) == (
+        "trainyard-dev-dcn-1", [("mtu", 8896.0, 1500.0, False)]
+    )
+    assert [v.policy for v in result.new_verdicts] == ["accelerator-vpc-mtu"] and result.resolved_verdicts == []
+    markdown = diff.render_markdown(result, "main")
+    assert "| `mtu` | `8896.0` | `1500.0` |" in markdown and "accelerator-vpc-mtu" in markdown
+    assert "[!CAUTION]" not in markdown
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value", "replaced"),
+    [
+        ("v6e-16-0", "placementPolicy.tpuTopology", "2x4", True),
+        ("gpu-nodepool-dws", "nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion", "LATEST", True),
+        ("gpu-nodepool-dws", "nodeConfig.spot", True, True),
+        ("gpu-nodepool-dws", "queuedProvisioning.enabled", False, True),
+        ("v6e-16-0", "location", "us-east5-a", True),
+        ("trainyard-dev", "nodeConfig.machineType", "e2-standard-4", True),
+        ("trainyard-dev", "location", "us-east5", True),
+        ("v6e-16-0", "nodeConfig.labels.team", "ml", False),
+        ("v6e-16-0", "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA", False),
+        ("system", "autoscaling.totalMaxNodeCount", 9.0, False),
+        ("system", "management.autoUpgrade", False, False),
+        ("trainyard-dev", "deletionProtection", False, False),
+    ],
+)
+def test_replacement_of_clusters_and_node_pools_is_flagged(name, path, value, replaced):
+    result = diff.compare(fx.plan(fx.good_stack()), edited(name, path, value))
+    (change,) = result.changed
+    assert change.replaced is replaced
+    markdown = diff.render_markdown(result, "main")
+    assert ("will be REPLACED" in markdown) is replaced
+    if replaced:
+        assert re.search(rf"`{re.escape(name)}` will be REPLACED\*\* .*`{re.escape(path.split('.0.')[0])}", markdown)
+
+
+def test_machine_type_change_migrates_nodes_without_replacing_the_pool():
+    result = diff.compare(fx.plan(fx.good_stack()), edited("system", "nodeConfig.machineType", "e2-standard-16"))
+    assert not result.changed[0].replaced
+    markdown = diff.render_markdown(result, "main")
+    assert "[!CAUTION]" in markdown and "rolling migration" in markdown and "REPLACED" not in markdown
+
+
+def test_added_removed_resources_cost_and_resolved_verdicts():
+    base = fx.good_stack()
+    bad_bucket = fx.changed(fx.bucket(), "uniformBucketLevelAccess", False)
+    head = [r for r in fx.replace(base, bad_bucket) if r["name"] != "v6e-16-1"] + [fx.flex_tpu_slice_pool()]
+    result = diff.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(head))
+    assert [r["name"] for r in result.added] == ["v6e-16-flex"]
+    assert [r["name"] for r in result.removed] == ["v6e-16-1"]
+    assert [v.policy for v in result.resolved_verdicts] == []
+    assert result.head_cost.min_usd_per_hour < result.base_cost.min_usd_per_hour  # an on-demand slice became flex
+    fixed = diff.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(base))
+    assert [v.policy for v in fixed.resolved_verdicts] == ["bucket-uniform-access"]
+    markdown = diff.render_markdown(result, "main")
+    assert "### Added (1)" in markdown and "### Removed (1)" in markdown
+    change = result.head_cost.min_usd_per_hour - result.base_cost.min_usd_per_hour
+    assert f"{change:+,.2f}" in markdown
+
+
+def test_mermaid_tree_has_every_resource_and_parent_edge():
+    stack = fx.good_stack()
+    component = fx.resource("trainyard:infra:TpuSlices", "tpu", {}, custom=False)
+    for item in stack[4:6]:
+        item["parent"] = component["urn"]
+    lines = diff.mermaid(stack + [component])
+    assert lines[0] == "```mermaid" and lines[1] == "flowchart LR" and lines[-1] == "```"
+    assert sum("-->" in line for line in lines) == 2
+    assert all(any(f'["{item["name"]}<br/>' in line for line in lines) for item in stack)
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
+    """Clone the project, commit an MTU change, and diff HEAD against HEAD~1 through `main`."""
+    clone = tmp_path / "clone"
+    _git("clone", "--quiet", "--no-hardlinks", str(PROJECT_DIR), str(clone), cwd=tmp_path)
+    stack_file = clone / "Pulumi.dev.yaml"
+    config = yaml.safe_load(stack_file.read_text())
+    config["config"]["trainyard:network"]["mtu"] = 1500
+    stack_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qam", "mtu 1500", cwd=clone)
+    out = tmp_path / "diff.md"
+    assert diff.main(["--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
+    markdown = out.read_text()
+    assert markdown == capsys.readouterr().out.rstrip("\n") + "\n"
+    assert re.search(r"\| `mtu` \| `8896(\.0)?` \| `1500(\.0)?` \|", markdown)
+    assert "accelerator-vpc-mtu" in markdown and "```mermaid" in markdown
+    assert "[!CAUTION]" not in markdown  # an MTU change updates networks in place
+    listing = subprocess.run(["git", "worktree", "list"], cwd=clone, capture_output=True, text=True, check=True)
+    worktrees = listing.stdout
+    assert len(worktrees.splitlines()) == 1  # the temporary worktree was removed
