@@ -6,12 +6,15 @@ import pulumi
 
 from components.cluster import Cluster
 from components.config import StackConfig
+from components.dranet import Dranet
 from components.gpu_pools import GpuPools
 from components.kueue import Kueue
 from components.network import Networks
+from components.ray_workloads import RayWorkloads
 from components.rdma import Rdma
 from components.storage import Storage
 from components.tpu_slices import TpuSlices
+from components.workload_code import WorkloadCode
 
 
 class TrainyardStack(pulumi.ComponentResource):
@@ -25,11 +28,24 @@ class TrainyardStack(pulumi.ComponentResource):
         self.storage = Storage("storage", config, self.cluster.provider, child)
         self.kueue = Kueue("kueue", config, self.cluster.provider, self.storage.namespace, child)
         self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None
+        self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ", self.cluster.cluster.name,
             f" --location {config.zone} --project {config.project}",
         )
         self.register_outputs(self.outputs())
+
+    def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
+        jobs, provider, namespace = config.jobs, self.cluster.provider, self.storage.namespace
+        needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
+        self.code = WorkloadCode("workload-code", self.storage.bucket, child) if needs_code else None
+        self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
+        self.ray = None
+        if jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices):
+            self.ray = RayWorkloads(
+                "ray", config, provider, namespace, self.kueue.queue_name, self.code,
+                [*self.kueue.ready, self.storage.service_account], self.dranet, child,
+            )  # fmt: skip
 
     def outputs(self) -> dict[str, object]:
         return {

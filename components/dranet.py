@@ -1,0 +1,65 @@
+"""DRANET for TPU multislice: the ResourceClaimTemplate that hands each Ray TPU worker its DCN NICs.
+
+GKE managed DRANET exposes the node's extra NICs through the `netdev.google.com` device class; a worker
+claiming one NIC per DCN network gets them as eth1, eth2.. in its pod, which is where MEGASCALE traffic
+must go (`--megascale_grpc_interface_prefixes`, from `megascale_interface_prefixes`).
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+
+DEVICE_CLASS = "netdev.google.com"
+CLAIM_NAME = "netdev"  # the pod's name for the claim
+
+
+def dcn_nic_count(config: StackConfig) -> int:
+    """One NIC per DCN VPC the slices attach (network.dcnRanges)."""
+    return len(config.network.dcn_ranges)
+
+
+def megascale_interface_prefixes(config: StackConfig) -> list[str]:
+    """The claimed NICs (eth1..ethN) and loopback: where libtpu may open its cross-slice gRPC channels."""
+    return [f"eth{index + 1}" for index in range(dcn_nic_count(config))] + ["lo"]
+
+
+class Dranet(pulumi.ComponentResource):
+    """`template_name` is what pods put in `resourceClaims[].resourceClaimTemplateName`."""
+
+    template: k8s.resource.v1.ResourceClaimTemplate
+    template_name: str
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:Dranet", name, None, opts)
+        count = dcn_nic_count(config)
+        self.template_name = f"dcn-netdev-{count}"
+        self.template = k8s.resource.v1.ResourceClaimTemplate(
+            self.template_name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=self.template_name, namespace=namespace.metadata.name),
+            spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
+                spec=k8s.resource.v1.ResourceClaimSpecArgs(
+                    devices=k8s.resource.v1.DeviceClaimArgs(
+                        requests=[
+                            k8s.resource.v1.DeviceRequestArgs(
+                                name="req-netdev",
+                                exactly=k8s.resource.v1.ExactDeviceRequestArgs(
+                                    device_class_name=DEVICE_CLASS, allocation_mode="ExactCount", count=count
+                                ),
+                            )
+                        ]
+                    )
+                )
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.register_outputs({"template": self.template_name})

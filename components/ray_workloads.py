@@ -1,0 +1,262 @@
+"""MaxText on Ray: the RayCluster shape derived from the slice facts, and one RayJob per MaxText job.
+
+Every number a worker group or the trainer needs (replicas = slices, numOfHosts = VMs per slice,
+google.com/tpu = chips per VM, MaxText's ici_*/dcn_* mesh) comes from `topology.py` through the slice
+group the job names; the trainer gets them as flags (workloads/maxtext/train.py), never recomputes them.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import jobs_config
+from components.config import StackConfig, TpuSliceConfig
+from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
+from components.jobs_config import MaxTextJobConfig
+from components.kueue import QUEUE_LABEL, TPU_RESOURCE
+from components.workload_code import WorkloadCode
+
+API_VERSION = "ray.io/v1"
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+DATA_MOUNT = "/data"
+OUTPUT_DIR = f"{DATA_MOUNT}/maxtext"
+TRAINER_MODULE = "workloads.maxtext.train"
+# The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
+GCS_FUSE_MOUNT_OPTIONS = "implicit-dirs,uid=1000,gid=1000,dir-mode=775,file-mode=664,file-cache:max-size-mb:-1"
+GCS_FUSE_ANNOTATIONS = {
+    "gke-gcsfuse/volumes": "true",
+    "gke-gcsfuse/cpu-limit": "0",
+    "gke-gcsfuse/memory-limit": "0",
+    "gke-gcsfuse/ephemeral-storage-limit": "0",
+}
+METADATA_SERVER_SELECTOR = {"iam.gke.io/gke-metadata-server-enabled": "true"}
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+
+
+def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]:
+    """(fewest, most) slices the job runs on; equal unless the job is elastic."""
+    highest = job.max_slices if job.max_slices is not None else group.count
+    lowest = job.min_slices if job.min_slices is not None else highest
+    return lowest, highest
+
+
+def mesh_sizes(sizes: dict[str, int], fill_axis: str, target: int | None) -> dict[str, int]:
+    """The configured axes plus the fill axis sized to what is left; None leaves it to MaxText (-1)."""
+    resolved = dict(sizes)
+    if fill_axis not in resolved:
+        resolved[fill_axis] = -1 if target is None else target // math.prod(sizes.values())
+    return resolved
+
+
+def maxtext_parallelism(job: MaxTextJobConfig, group: TpuSliceConfig) -> dict[str, int]:
+    """MaxText's `<kind>_<axis>_parallelism` arguments; an elastic job's DCN fill axis stays -1."""
+    lowest, highest = slice_range(job, group)
+    ici = mesh_sizes(job.ici, jobs_config.ICI_FILL_AXIS, group.slice.chips)
+    dcn = mesh_sizes(job.dcn, jobs_config.DCN_FILL_AXIS, highest if lowest == highest else None)
+    return {
+        **{f"ici_{axis}_parallelism": size for axis, size in sorted(ici.items())},
+        **{f"dcn_{axis}_parallelism": size for axis, size in sorted(dcn.items())},
+    }
+
+
+def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
+    values: dict[str, object] = {
+        "model_name": job.model_name,
+        "steps": job.steps,
+        "per_device_batch_size": f"{job.per_device_batch_size:g}",
+        "max_target_length": job.max_target_length,
+        "dataset_type": job.dataset_type,
+        "run_name": job.effective_run_name,
+        "base_output_directory": OUTPUT_DIR,
+    }
+    if job.remat_policy:
+        values["remat_policy"] = job.remat_policy
+    values.update(maxtext_parallelism(job, group))
+    values.update(job.extra_args)
+    return [f"{key}={value}" for key, value in values.items()]
+
+
+def trainer_flags(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
+    tpu = group.slice
+    lowest, highest = slice_range(job, group)
+    flags = [
+        "--accelerator-type", tpu.generation.ray_accelerator_type, "--topology", tpu.topology,
+        "--slices", str(highest), "--hosts-per-slice", str(tpu.vms), "--chips-per-host", str(tpu.chips_per_vm),
+    ]  # fmt: skip
+    if job.elastic:
+        flags += ["--min-slices", str(lowest), "--max-slices", str(highest)]
+    flags += ["--max-failures", str(job.max_failures), "--storage-path", OUTPUT_DIR, "--name", job.effective_run_name]
+    return flags
+
+
+def maxtext_entrypoint(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
+    words = ["python", "-m", TRAINER_MODULE, *trainer_flags(job, group), "--", *maxtext_arguments(job, group)]
+    return shlex.join(words)
+
+
+class RayPods:
+    """Builds the RayCluster spec (CRD camelCase) for worker groups over the stack's slice groups."""
+
+    def __init__(self, config: StackConfig, dranet: Dranet | None):
+        self._config = config
+        self._ray = config.jobs.ray
+        self._dranet = dranet
+
+    def cluster_spec(self, groups: list[tuple[TpuSliceConfig, int, int, bool]]) -> dict:
+        """`groups`: (slice group, min replicas, max replicas, elastic) per worker group."""
+        return {
+            "headGroupSpec": {"rayStartParams": {}, "template": self._head_template()},
+            "workerGroupSpecs": [self._worker_group(*group) for group in groups],
+        }
+
+    def _volumes(self) -> list[dict]:
+        return [
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            {
+                "name": "gcs-fuse-csi-ephemeral",
+                "csi": {
+                    "driver": "gcsfuse.csi.storage.gke.io",
+                    "volumeAttributes": {"bucketName": self._config.storage.bucket, "mountOptions": GCS_FUSE_MOUNT_OPTIONS},
+                },
+            },
+        ]
+
+    def _mounts(self) -> list[dict]:
+        return [{"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}]
+
+    def _pod(self, spec: dict) -> dict:
+        base = {"serviceAccountName": self._config.storage.service_account, "volumes": self._volumes()}
+        return {"metadata": {"annotations": dict(GCS_FUSE_ANNOTATIONS)}, "spec": {**base, **spec}}
+
+    def _head_template(self) -> dict:
+        ray = self._ray
+        container = {
+            "name": "ray-head",
+            "image": ray.image,
+            "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
+            "resources": {"limits": {"memory": ray.head_memory}, "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory}},
+            "volumeMounts": self._mounts(),
+        }
+        return self._pod({"containers": [container], "nodeSelector": dict(METADATA_SERVER_SELECTOR)})
+
+    def _worker_group(self, group: TpuSliceConfig, lowest: int, highest: int, elastic: bool) -> dict:
+        tpu = group.slice
+        chips = str(tpu.chips_per_vm)
+        ray = self._ray
+        claims = self._dranet is not None and group.count > 1
+        container: dict = {
+            "name": "ray-worker",
+            "image": ray.image,
+            "resources": {
+                "limits": {"memory": ray.worker_memory, TPU_RESOURCE: chips},
+                "requests": {"cpu": ray.worker_cpu, "memory": ray.worker_memory, TPU_RESOURCE: chips},
+            },
+            "env": self._worker_env(highest, elastic, claims),
+            "securityContext": {"privileged": True},
+            "volumeMounts": self._mounts(),
+        }
+        spec: dict = {
+            "containers": [container],
+            "nodeSelector": {**METADATA_SERVER_SELECTOR, **tpu.node_selector},
+            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+        }
+        if claims:
+            container["resources"]["claims"] = [{"name": CLAIM_NAME}]
+            spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": self._dranet.template_name}]
+        return {
+            "groupName": group.name,
+            "replicas": highest,
+            "minReplicas": lowest,
+            "maxReplicas": highest,
+            "numOfHosts": tpu.vms,
+            "rayStartParams": {"metrics-export-port": str(ray.metrics_export_port)},
+            "template": self._pod(spec),
+        }
+
+    def _worker_env(self, slices: int, elastic: bool, claims: bool) -> list[dict]:
+        ray = self._ray
+        env = []
+        # Elastic jobs change slice counts at run time; Ray Train sets MEGASCALE_* per attempt (ray PR #62893).
+        if slices > 1 and not elastic:
+            env += [
+                {"name": "MEGASCALE_NUM_SLICES", "value": str(slices)},
+                {"name": "MEGASCALE_PORT", "value": str(ray.megascale_port)},
+            ]
+        libtpu = list(ray.libtpu_init_args)
+        if claims:
+            libtpu.append(f"--megascale_grpc_interface_prefixes={','.join(megascale_interface_prefixes(self._config))}")
+        env += [
+            {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
+            {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
+            {"name": "LIBTPU_INIT_ARGS", "value": " ".join(libtpu)},
+        ]
+        return env
+
+
+class RayWorkloads(pulumi.ComponentResource):
+    """The optional standalone RayCluster and the enabled MaxText RayJobs."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        queue_name: str,
+        code: WorkloadCode,
+        depends_on: list[pulumi.Resource],
+        dranet: Dranet | None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:RayWorkloads", name, None, opts)
+        self._config = config
+        self._namespace = namespace.metadata.name
+        self._queue_labels = {QUEUE_LABEL: queue_name}
+        self._code = code
+        self._pods = RayPods(config, dranet)
+        extra = [dranet.template] if dranet else []
+        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on, *extra])
+        groups = {group.name: group for group in config.tpu_slices}
+        self.cluster = self._cluster() if config.jobs.ray.enabled and config.tpu_slices else None
+        self.jobs = {job.name: self._job(job, groups[job.slices]) for job in config.jobs.enabled_maxtext}
+        self.register_outputs({"rayJobs": list(self.jobs)})
+
+    def _cluster(self) -> k8s.apiextensions.CustomResource:
+        ray = self._config.jobs.ray
+        groups = [(group, group.count, group.count, False) for group in self._config.tpu_slices]
+        return k8s.apiextensions.CustomResource(
+            f"raycluster-{ray.name}",
+            api_version=API_VERSION,
+            kind="RayCluster",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ray.name, namespace=self._namespace, labels=self._queue_labels),
+            spec=self._pods.cluster_spec(groups),
+            opts=self._opts,
+        )
+
+    def _job(self, job: MaxTextJobConfig, group: TpuSliceConfig) -> k8s.apiextensions.CustomResource:
+        lowest, highest = slice_range(job, group)
+        annotations = dict(SKIP_AWAIT)
+        if job.elastic:
+            annotations[ELASTIC_JOB_ANNOTATION] = "true"
+        working_dir = self._code.ray_working_dir(DATA_MOUNT)
+        return k8s.apiextensions.CustomResource(
+            f"rayjob-{job.name}",
+            api_version=API_VERSION,
+            kind="RayJob",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=job.name, namespace=self._namespace, labels=self._queue_labels, annotations=annotations
+            ),
+            spec={
+                "entrypoint": maxtext_entrypoint(job, group),
+                "runtimeEnvYAML": f"working_dir: {working_dir}\n",
+                "shutdownAfterJobFinishes": True,
+                "suspend": True,
+                "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)]),
+            },
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.object])),
+        )
