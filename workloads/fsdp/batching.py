@@ -64,8 +64,10 @@ class MicroBatch:
     attention_mask: torch.Tensor | None  # padding: 1 for real tokens
     sample_lengths: list[int]  # every sample's token count, for useful tokens and FLOPs
 
-    def model_inputs(self, device: torch.device) -> dict[str, torch.Tensor]:
-        inputs = {"input_ids": self.input_ids.to(device, non_blocking=True)}
+    def model_inputs(self, device: torch.device) -> dict[str, torch.Tensor | bool]:
+        # No KV cache: with one, transformers skips the packed-sequence mask and samples see each other.
+        inputs: dict[str, torch.Tensor | bool] = {"input_ids": self.input_ids.to(device, non_blocking=True),
+                                                  "use_cache": False}
         if self.position_ids is not None:
             inputs["position_ids"] = self.position_ids.to(device, non_blocking=True)
         if self.attention_mask is not None:

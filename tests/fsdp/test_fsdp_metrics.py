@@ -1,0 +1,85 @@
+"""FLOPs per token against torch's own counter, the log line's fields, peak FLOP/s and MFU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoModelForCausalLM
+
+from workloads.fsdp.batching import collate
+from workloads.fsdp.config import TrainConfig
+from workloads.fsdp.loop import summed_token_loss
+from workloads.fsdp.lora import apply_lora
+from workloads.fsdp.metrics import FlopModel, MetricsLogger, StepRecord, detect_peak_flops, format_step_line
+
+
+def _counted_training_flops(model, rows: list[list[list[int]]], row_len: int) -> float:
+    batch = collate(rows, row_len, pad_id=0, packing=True)
+    with FlopCounterMode(display=False) as counter:
+        summed_token_loss(model, batch, torch.device("cpu")).backward()
+    return counter.get_total_flops()
+
+
+def _random_rows(count: int, length: int) -> list[list[list[int]]]:
+    generator = torch.Generator().manual_seed(0)
+    return [[torch.randint(10, 1000, (length,), generator=generator).tolist()] for _ in range(count)]
+
+
+@pytest.fixture()
+def eager_model(tiny):
+    return AutoModelForCausalLM.from_pretrained(tiny.model_dir, attn_implementation="eager", dtype=torch.float32)
+
+
+def test_full_finetune_flops_match_the_flop_counter_exactly(eager_model):
+    flop_model = FlopModel.from_model(eager_model, eager_model.config)
+    assert flop_model.matmul_params == flop_model.trainable_matmul_params
+    reported = flop_model.training_flops([96, 96])
+    assert reported == _counted_training_flops(eager_model, _random_rows(2, 96), 96)
+
+
+def test_lora_flops_count_no_weight_gradients_for_frozen_weights(eager_model):
+    model = apply_lora(eager_model, TrainConfig(peft=True, peft_r=8, peft_dropout=0.0))
+    flop_model = FlopModel.from_model(model, model.config)
+    assert 0 < flop_model.trainable_matmul_params < flop_model.matmul_params / 10
+    reported = flop_model.training_flops([96, 96])
+    counted = _counted_training_flops(model, _random_rows(2, 96), 96)
+    # The counter is a little lower: layer 0's q/k/v see the frozen embeddings and need no input gradient.
+    assert counted <= reported <= counted * 1.03
+
+
+def test_padding_and_foreign_samples_are_not_counted_as_work(eager_model):
+    flop_model = FlopModel.from_model(eager_model, eager_model.config)
+    alone = flop_model.training_flops([40]) + flop_model.training_flops([50])
+    assert flop_model.training_flops([40, 50]) == alone
+    # The counter sees the whole 128-token row, padding and cross-sample attention included.
+    rows = [[row[0][:40], row[0][40:90]] for row in _random_rows(1, 90)]
+    assert _counted_training_flops(eager_model, rows, 128) > alone
+
+
+def test_step_line_carries_maxtext_fields_and_mfu():
+    record = StepRecord(step=7, seconds=2.0, loss=1.25, useful_tokens=8000, flops=4.5e15, world_size=2, lr=1e-4,
+                        grad_norm=0.5)
+    line = format_step_line(record, peak=2.25e15)
+    assert line.startswith("completed step: 7, seconds: 2.000, TFLOP/s/device: 1125.000, "
+                           "Tokens/s/device: 2000.000, loss: 1.250, MFU: 50.00%")
+    assert "MFU: n/a" in format_step_line(record, peak=None)
+
+
+def test_peak_flops_none_on_cpu_unless_given():
+    assert detect_peak_flops(torch.device("cpu")) is None
+    assert detect_peak_flops(torch.device("cpu"), override=1e12) == 1e12
+
+
+def test_metrics_jsonl_gets_one_record_per_step_and_eval(tmp_path, capsys):
+    path = tmp_path / "m" / "metrics.jsonl"
+    logger = MetricsLogger(True, total_steps=2, start_step=0, peak=None, jsonl_path=str(path), progress="off",
+                           log_every=1)
+    logger.step(StepRecord(1, 1.0, 2.0, 100, 1e9, 1, 1e-3, None))
+    logger.eval(1, 1.5, 50, 0.1)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["train", "eval"]
+    assert records[0]["tokens_per_device"] == 100 and records[0]["mfu"] is None
+    assert "eval at step: 1, loss: 1.5000" in capsys.readouterr().out
