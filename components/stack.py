@@ -13,6 +13,7 @@ from components.network import Networks
 from components.ray_workloads import RayWorkloads
 from components.rdma import Rdma
 from components.storage import Storage
+from components.torch_workloads import TorchWorkloads
 from components.tpu_slices import TpuSlices
 from components.workload_code import WorkloadCode
 
@@ -45,6 +46,12 @@ class TrainyardStack(pulumi.ComponentResource):
             self.ray = RayWorkloads(
                 "ray", config, provider, namespace, self.kueue.queue_name, self.code,
                 [*self.kueue.ready, self.storage.service_account], self.dranet, child,
+            )  # fmt: skip
+        self.torch = None
+        if jobs.enabled_fsdp:
+            self.torch = TorchWorkloads(
+                "torch", config, provider, namespace, self.kueue.queue_name, self.code,
+                [*self.kueue.ready, *self.rdma.ready, self.storage.service_account], child,
             )  # fmt: skip
 
     def outputs(self) -> dict[str, object]:

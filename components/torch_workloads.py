@@ -1,0 +1,213 @@
+"""The FSDP fine-tune on A4: a headless Service and an Indexed Job running torchrun on every node (FACTS A).
+
+One pod per node (parallelism = completions = nodes, `nvidia.com/gpu` = the machine's GPUs), rendezvous on
+pod 0 through the Service; the pod's extra NICs are the RDMA Networks in `GpuMachine` order; NCCL and gIB
+come from the host, installed by `rdma.py`'s DaemonSet. Kueue admits the Job (suspended until then) through
+the DWS admission check.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import GpuPoolConfig, StackConfig
+from components.jobs_config import FsdpJobConfig
+from components.kueue import GPU_RESOURCE, QUEUE_LABEL
+from components.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
+from components.workload_code import TOP_LEVEL, WorkloadCode
+
+RDZV_PORT = 29400
+DATA_MOUNT = "/data"
+MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+HF_TOKEN_SECRET_KEY = "token"
+GCS_FUSE_MOUNT_OPTIONS = (
+    "implicit-dirs,file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
+    "file-cache:max-parallel-downloads:-1,file-cache:download-chunk-size-mb:10,file-cache:max-size-mb:-1"
+)
+GCS_FUSE_ANNOTATIONS = {
+    "gke-gcsfuse/volumes": "true",
+    "gke-gcsfuse/cpu-limit": "0",
+    "gke-gcsfuse/memory-limit": "0",
+    # Checkpoints stage through the sidecar's disk before upload (FACTS D.7).
+    "gke-gcsfuse/ephemeral-storage-limit": "0",
+}
+
+
+def nccl_env(tuner_config: str) -> dict[str, str]:
+    """The A4 tutorial's NCCL settings for gIB over RoCE (FACTS A); the tuner file is the machine's."""
+    return {
+        "NCCL_NET": "gIB",
+        "NCCL_CROSS_NIC": "0",
+        "NCCL_NET_GDR_LEVEL": "PIX",
+        "NCCL_P2P_NET_CHUNKSIZE": "131072",
+        "NCCL_P2P_PCI_CHUNKSIZE": "131072",
+        "NCCL_P2P_NVL_CHUNKSIZE": "524288",
+        "NCCL_NVLS_CHUNKSIZE": "524288",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_IB_ADAPTIVE_ROUTING": "1",
+        "NCCL_IB_QPS_PER_CONNECTION": "4",
+        "NCCL_IB_TC": "52",
+        "NCCL_IB_FIFO_TC": "84",
+        "NCCL_TUNER_CONFIG_PATH": f"/usr/local/gib/configs/{tuner_config}",
+        "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
+    }
+
+
+def trainer_args(job: FsdpJobConfig) -> list[str]:
+    args = {"output-dir": f"{DATA_MOUNT}/fsdp/{job.name}", **job.args}
+    return [word for key, value in args.items() for word in (f"--{key}", value)]
+
+
+def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, service: str) -> str:
+    """Unpack the content-addressed code, then torchrun with node rank = the pod's completion index."""
+    torchrun = [
+        "torchrun", f"--nnodes={job.nodes}", f"--nproc_per_node={pool.machine.gpus_per_vm}",
+        "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
+        f"--rdzv_endpoint={job.name}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
+    ]  # fmt: skip
+    unpack = f"python -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' {shlex.quote(code_path)} /tmp/code"
+    # $JOB_COMPLETION_INDEX must reach the shell unquoted; every other word is quoted.
+    command = " ".join(word if word.startswith("--node_rank") else shlex.quote(word) for word in torchrun)
+    return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\nexec {command}\n"
+
+
+def gcs_fuse_volume(bucket: str, mount_options: str) -> k8s.core.v1.VolumeArgs:
+    return k8s.core.v1.VolumeArgs(
+        name="gcs-fuse-csi-ephemeral",
+        csi=k8s.core.v1.CSIVolumeSourceArgs(
+            driver="gcsfuse.csi.storage.gke.io",
+            volume_attributes={"bucketName": bucket, "mountOptions": mount_options},
+        ),
+    )
+
+
+def host_library_volumes(shm_size: str) -> list[k8s.core.v1.VolumeArgs]:
+    return [
+        k8s.core.v1.VolumeArgs(name="library-dir-host", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=HOST_NVIDIA_DIR)),
+        k8s.core.v1.VolumeArgs(name="gib", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=HOST_GIB_DIR)),
+        k8s.core.v1.VolumeArgs(name="shared-memory", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=shm_size)),
+    ]
+
+
+def host_library_mounts() -> list[k8s.core.v1.VolumeMountArgs]:
+    return [
+        k8s.core.v1.VolumeMountArgs(name="library-dir-host", mount_path="/usr/local/nvidia"),
+        k8s.core.v1.VolumeMountArgs(name="gib", mount_path="/usr/local/gib"),
+        k8s.core.v1.VolumeMountArgs(name="shared-memory", mount_path="/dev/shm"),
+    ]
+
+
+def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
+    return {"networking.gke.io/default-interface": "eth0", "networking.gke.io/interfaces": pod_interfaces(pool.machine)}
+
+
+class TorchWorkloads(pulumi.ComponentResource):
+    """One Service, one Job (and the Hugging Face token Secret) per enabled FSDP job."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        queue_name: str,
+        code: WorkloadCode,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:TorchWorkloads", name, None, opts)
+        self._config = config
+        self._namespace = namespace.metadata.name
+        self._queue_name = queue_name
+        self._code = code
+        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on])
+        pools = {pool.name: pool for pool in config.gpu_pools}
+        self.jobs = {job.name: self._fsdp_job(job, pools[job.pool]) for job in config.jobs.enabled_fsdp}
+        self.register_outputs({"jobs": list(self.jobs)})
+
+    def _fsdp_job(self, job: FsdpJobConfig, pool: GpuPoolConfig) -> k8s.batch.v1.Job:
+        service = self._service(job)
+        token = self._hf_token_secret(job)
+        env = [k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in nccl_env(pool.machine.nccl_tuner_config).items()]
+        if token is not None:
+            env.append(
+                k8s.core.v1.EnvVarArgs(
+                    name="HF_TOKEN",
+                    value_from=k8s.core.v1.EnvVarSourceArgs(
+                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=f"{job.name}-hf-token", key=HF_TOKEN_SECRET_KEY)
+                    ),
+                )
+            )
+        gpus = str(pool.machine.gpus_per_vm)
+        container = k8s.core.v1.ContainerArgs(
+            name="trainer",
+            image=job.image,
+            command=["/bin/bash", "-c"],
+            args=[launch_script(job, pool, self._code.path_in(DATA_MOUNT), job.name)],
+            env=env,
+            ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                limits={GPU_RESOURCE: gpus, "memory": job.memory}, requests={GPU_RESOURCE: gpus, "memory": job.memory}
+            ),
+            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT)],
+        )
+        max_run = {MAX_RUN_ANNOTATION: str(job.max_run_duration_seconds)}
+        pod = k8s.core.v1.PodTemplateSpecArgs(
+            metadata=k8s.meta.v1.ObjectMetaArgs(annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run}),
+            spec=k8s.core.v1.PodSpecArgs(
+                subdomain=job.name,
+                restart_policy="Never",
+                service_account_name=self._config.storage.service_account,
+                node_selector={"cloud.google.com/gke-accelerator": pool.machine.accelerator},
+                tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
+                volumes=[*host_library_volumes(job.shm_size), gcs_fuse_volume(self._config.storage.bucket, GCS_FUSE_MOUNT_OPTIONS)],
+                containers=[container],
+            ),
+        )
+        extra = [service, self._code.object] + ([token] if token is not None else [])
+        return k8s.batch.v1.Job(
+            f"job-{job.name}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=job.name, namespace=self._namespace, labels={QUEUE_LABEL: self._queue_name},
+                annotations={**SKIP_AWAIT, **max_run},
+            ),
+            spec=k8s.batch.v1.JobSpecArgs(
+                suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
+                backoff_limit=0, template=pod,
+            ),
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra)),
+        )  # fmt: skip
+
+    def _service(self, job: FsdpJobConfig) -> k8s.core.v1.Service:
+        """Headless: gives pod 0 the DNS name `<job>-0.<job>` the other nodes rendezvous on."""
+        return k8s.core.v1.Service(
+            f"service-{job.name}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=job.name, namespace=self._namespace),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                cluster_ip="None",
+                selector={"job-name": job.name},
+                ports=[k8s.core.v1.ServicePortArgs(name="rdzv", port=RDZV_PORT, target_port=RDZV_PORT)],
+            ),
+            opts=self._opts,
+        )
+
+    def _hf_token_secret(self, job: FsdpJobConfig) -> k8s.core.v1.Secret | None:
+        if not job.hf_token_key:
+            return None
+        namespace, _, key = job.hf_token_key.partition(":")
+        token = pulumi.Config(namespace).get_secret(key)
+        if token is None:
+            pulumi.log.warn(f"{job.hf_token_key} is not set: job {job.name} gets no HF_TOKEN (gated models will not load)")
+            return None
+        return k8s.core.v1.Secret(
+            f"secret-{job.name}-hf-token",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{job.name}-hf-token", namespace=self._namespace),
+            type="Opaque",
+            string_data={HF_TOKEN_SECRET_KEY: token},
+            opts=self._opts,
+        )
