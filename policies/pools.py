@@ -13,6 +13,16 @@ from components import cost, topology
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
+# Node labels GKE sets that node_labels() models: a selector on one of these must match exactly.
+MODELED_LABELS = frozenset({
+    "cloud.google.com/gke-nodepool", "cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator",
+    "cloud.google.com/gke-tpu-topology", "cloud.google.com/gke-flex-start", "cloud.google.com/gke-queued",
+    "cloud.google.com/gke-spot", "node.kubernetes.io/instance-type", "iam.gke.io/gke-metadata-server-enabled",
+})
+# Other labels under these prefixes are set by GKE/Kubernetes (zone, OS, arch...): not modelled, so a
+# selector on them cannot rule a pool out.
+PLATFORM_LABEL_PREFIXES = ("cloud.google.com/", "node.kubernetes.io/", "kubernetes.io/", "topology.kubernetes.io/",
+                           "iam.gke.io/", "beta.kubernetes.io/", "failure-domain.beta.kubernetes.io/")
 TPU_RESOURCE = "google.com/tpu"
 # The inputs pool facts are read from; an unknown one makes the facts uncertain during preview.
 FACT_INPUTS = (
@@ -99,6 +109,11 @@ def _gpus(props: Any) -> tuple[str | None, int]:
 def node_labels(facts_name: str, props: Any, tpu_slice: topology.TpuSlice | None, gpu_type: str | None) -> dict[str, str]:
     """The labels GKE puts on the pool's nodes (the ones workloads select on), plus the pool's own."""
     labels = {"cloud.google.com/gke-nodepool": facts_name}
+    machine_type = lookup(props, "nodeConfig.machineType")
+    if isinstance(machine_type, str):
+        labels["node.kubernetes.io/instance-type"] = machine_type
+    if lookup(props, "nodeConfig.workloadMetadataConfig.mode") == "GKE_METADATA":
+        labels["iam.gke.io/gke-metadata-server-enabled"] = "true"
     if tpu_slice is not None:
         labels.update(tpu_slice.node_selector)
     elif (generation := _tpu_generation(lookup(props, "nodeConfig.machineType"))) is not None:

@@ -184,9 +184,10 @@ def _tpu_group_problems(chips: float, hosts: int, replicas: int, targets: list[P
 def jax_trainer_workers_match_slices(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """A RayJob's JaxTrainer worker counts equal its TPU worker groups' hosts, in whole slices.
 
-    The trainer is told its worker count on the entrypoint (--num-workers, elastic --min-workers /
-    --max-workers); Ray Train reserves one worker per TPU host and scales elastic jobs by whole slices
-    (ray PRs #61299, #64284), so any other number hangs waiting for hosts that never come.
+    The trainer is told its shape on the entrypoint (--slices/--hosts-per-slice/--chips-per-host, or
+    --num-workers with elastic --min-workers/--max-workers); Ray Train reserves one worker per TPU host and
+    scales elastic jobs by whole slices (ray PRs #61299, #64284), so any other number hangs waiting for
+    hosts that never come.
     """
     pools = _known_pools(args)
     if pools is None:
@@ -197,37 +198,49 @@ def jax_trainer_workers_match_slices(args: StackValidationArgs, report_violation
         entrypoint = lookup(resource.props, "spec.entrypoint")
         if not isinstance(entrypoint, str):
             continue
-        counts = {flag: _flag(entrypoint, flag) for flag in ("num-workers", "min-workers", "max-workers")}
-        if not any(value is not None for value in counts.values()):
+        counts = {flag: _flag(entrypoint, flag) for flag in TRAINER_FLAGS}
+        shape = _tpu_shape(resource.props)
+        if shape is None or not any(value is not None for value in counts.values()):
             continue
-        hosts_per_slice, total_hosts = _tpu_hosts(resource.props, pools)
-        if not total_hosts:
-            continue
-        for problem in _worker_count_problems(counts, hosts_per_slice, total_hosts):
+        for problem in _worker_count_problems(counts, *shape):
             report_violation(f"RayJob '{resource.name}': {problem}", resource.urn)
 
 
-def _worker_count_problems(counts: Mapping[str, int | None], hosts_per_slice: int, total_hosts: int) -> list[str]:
+TRAINER_FLAGS = ("num-workers", "min-workers", "max-workers", "slices", "hosts-per-slice", "chips-per-host")
+
+
+def _worker_count_problems(counts: Mapping[str, int | None], hosts_per_slice: int, total_hosts: int,
+                           chips: float) -> list[str]:
     problems = []
+    if counts["hosts-per-slice"] is not None and counts["hosts-per-slice"] != hosts_per_slice:
+        problems.append(f"--hosts-per-slice {counts['hosts-per-slice']}, the worker group has numOfHosts "
+                        f"{hosts_per_slice}")
+    if counts["chips-per-host"] is not None and counts["chips-per-host"] != chips:
+        problems.append(f"--chips-per-host {counts['chips-per-host']}, the workers request {chips:g} google.com/tpu")
+    if counts["slices"] is not None and counts["slices"] * hosts_per_slice != total_hosts:
+        problems.append(f"--slices {counts['slices']} x {hosts_per_slice} hosts, the TPU worker groups have "
+                        f"{total_hosts} hosts")
     top = counts["max-workers"] if counts["max-workers"] is not None else counts["num-workers"]
     if top is not None and top != total_hosts:
         problems.append(f"the trainer asks for {top} workers, the TPU worker groups have {total_hosts} hosts")
-    for flag, value in counts.items():
+    for flag in ("num-workers", "min-workers", "max-workers"):
+        value = counts[flag]
         if value is not None and value % hosts_per_slice:
             problems.append(f"--{flag} {value} is not a whole number of {hosts_per_slice}-host slices")
     return problems
 
 
-def _tpu_hosts(props: Any, pools: list[PoolFacts]) -> tuple[int, int]:
-    """(hosts per slice, hosts at maximum scale) over the RayJob's TPU worker groups."""
-    hosts_per_slice, total = 0, 0
+def _tpu_shape(props: Any) -> tuple[int, int, float] | None:
+    """(hosts per slice, hosts at maximum scale, chips per host) over the RayJob's TPU worker groups."""
+    hosts_per_slice, total, chips = 0, 0, 0.0
     for template in pod_templates("RayJob", props):
-        if template.is_ray_worker and TPU_RESOURCE in accelerator_requests(template.spec):
+        requested = accelerator_requests(template.spec)
+        if template.is_ray_worker and TPU_RESOURCE in requested:
             hosts = int(_number(template.group, "numOfHosts") or 1)
             replicas = int(max(_number(template.group, "replicas"), _number(template.group, "maxReplicas")))
-            hosts_per_slice = hosts_per_slice or hosts
+            hosts_per_slice, chips = hosts_per_slice or hosts, chips or requested[TPU_RESOURCE]
             total += hosts * replicas
-    return hosts_per_slice or 1, total
+    return (hosts_per_slice, total, chips) if total else None
 
 
 def kueue_quotas_match_pools(args: StackValidationArgs, report_violation: ReportViolation) -> None:

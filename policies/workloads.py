@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.pools import GPU_RESOURCE, TPU_RESOURCE, PoolFacts
+from policies.pools import GPU_RESOURCE, MODELED_LABELS, PLATFORM_LABEL_PREFIXES, TPU_RESOURCE, PoolFacts
 from policies.props import as_number, entries, has_unknown, is_unknown, items, lookup
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -118,6 +118,9 @@ def is_accelerator_pod(pod_spec: Any) -> bool:
 def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
     key, operator = lookup(expression, "key"), lookup(expression, "operator")
     values = [str(value) for value in items(expression, "values")]
+    unmodelled = key not in labels and key not in MODELED_LABELS and str(key).startswith(PLATFORM_LABEL_PREFIXES)
+    if unmodelled and operator in ("In", "Exists"):
+        return True
     if operator == "In":
         return labels.get(key) in values
     if operator == "NotIn":
@@ -129,10 +132,16 @@ def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
     return True  # Gt/Lt and unknowns: cannot rule the pool out
 
 
+def _label_matches(pool: PoolFacts, key: str, value: str) -> bool:
+    if key in pool.labels:
+        return pool.labels[key] == value
+    return key not in MODELED_LABELS and key.startswith(PLATFORM_LABEL_PREFIXES)
+
+
 def can_land_on(pod_spec: Any, pool: PoolFacts) -> bool:
     """Whether the pod's node selector, required node affinity and accelerator requests fit the pool."""
     selector = entries(pod_spec, "nodeSelector")
-    if any(pool.labels.get(key) != str(value) for key, value in selector.items()):
+    if any(not _label_matches(pool, key, str(value)) for key, value in selector.items()):
         return False
     terms = _required_terms(pod_spec)
     if terms and not any(all(_expression_matches(e, pool.labels) for e in term) for term in terms):

@@ -145,7 +145,36 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
      {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"}),
     ("trainer 6 workers", lambda: fx.replace(fx.good_stack(), fx.maxtext_rayjob(workers=6)),
      {"jax-trainer-workers-match-slices"}),
+    ("trainer --slices 3", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 3 --hosts-per-slice 4")),
+     {"jax-trainer-workers-match-slices"}),
+    ("trainer --hosts-per-slice 2", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 2")),
+     {"jax-trainer-workers-match-slices"}),
+    ("trainer --chips-per-host 8", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--chips-per-host 8")),
+     {"jax-trainer-workers-match-slices"}),
+    ("worker selects a label no pool has", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.template.spec"
+                                                ".nodeSelector", {"team": "ml"}), {"ray-worker-groups-match-pools"}),
+    ("worker wants GKE metadata server, pools lack it", lambda: without_metadata_server(metadata_selecting_stack()),
+     {"ray-worker-groups-match-pools", "pools-use-gke-metadata-server"}),
 ]
+
+
+def shaped_rayjob(flags: str) -> dict[str, Any]:
+    """The MaxText RayJob told its shape the way workloads.maxtext.train is (--slices/--hosts-per-slice)."""
+    return fx.changed(fx.maxtext_rayjob(), "spec.entrypoint", f"python -m workloads.maxtext.train {flags}")
+
+
+def without_metadata_server(stack: Stack) -> Stack:
+    for name in ("v6e-16-0", "v6e-16-1"):
+        stack = fx.replace(stack, fx.changed(fx.by_name(stack, name), "nodeConfig.workloadMetadataConfig", fx.DELETE))
+    return stack
+
+
+def metadata_selecting_stack() -> Stack:
+    """Workers also select GKE's label for the metadata server, as the dev stack's RayJob does."""
+    selector = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
+                "iam.gke.io/gke-metadata-server-enabled": "true", "topology.kubernetes.io/zone": "us-east5-b"}
+    path = "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.nodeSelector"
+    return fx.replace(fx.good_stack(), fx.changed(fx.maxtext_rayjob(), path, selector))
 
 
 def test_good_stack_passes_every_rule():
@@ -177,6 +206,9 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
     ("hour-long CPU job under a raised await limit", add(lambda: cpu_job(activeDeadlineSeconds=3600.0)),
      {"long-running-jobs-skip-await": {"maxAwaitSeconds": 7200}}),
+    ("trainer told --slices 2 --hosts-per-slice 4 --chips-per-host 4", lambda: fx.replace(
+        fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 4 --chips-per-host 4")), None),
+    ("workers select GKE-managed node labels", metadata_selecting_stack, None),
     ("regions allowed", fx.good_stack, {"allowed-regions": {"allowedRegions": ["us-east5", "US-EAST5"]}}),
     ("spot GPU pool", lambda: fx.replace(fx.good_stack(), fx.changed(fx.changed(fx.changed(fx.changed(
         fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE), "queuedProvisioning", fx.DELETE),
