@@ -12,6 +12,7 @@ from components.kueue import Kueue
 from components.network import Networks
 from components.ray_workloads import RayWorkloads
 from components.rdma import Rdma
+from components.smoke_workloads import SmokeWorkloads
 from components.storage import Storage
 from components.torch_workloads import TorchWorkloads
 from components.tpu_slices import TpuSlices
@@ -53,6 +54,10 @@ class TrainyardStack(pulumi.ComponentResource):
                 "torch", config, provider, namespace, self.kueue.queue_name, self.code,
                 [*self.kueue.ready, *self.rdma.ready, self.storage.service_account], child,
             )  # fmt: skip
+        self.smoke = None
+        if jobs.smoke.enabled:
+            rdma = self.rdma.ready if self.rdma else []
+            self.smoke = SmokeWorkloads("smoke", config, provider, namespace, self.kueue.queue_name, [*self.kueue.ready, *rdma], child)
 
     def outputs(self) -> dict[str, object]:
         return {

@@ -1,0 +1,177 @@
+"""Opt-in bring-up checks (`trainyard:jobs.smoke.enabled`).
+
+Per TPU slice group, the first-JAX-job from the seed: an Indexed Job with one pod per VM of one slice that
+fails unless `jax.device_count()` is the slice's chips. Per A4 pool, an NCCL all-gather across
+`ncclNodes` nodes over the RDMA NICs (FACTS D.8: users want to see the fabric work before a long job);
+the script checks every rank's data and prints algorithm and bus bandwidth.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import GpuPoolConfig, StackConfig, TpuSliceConfig
+from components.kueue import GPU_RESOURCE, QUEUE_LABEL, TPU_RESOURCE
+from components.torch_workloads import (
+    RDZV_PORT,
+    SKIP_AWAIT,
+    host_library_mounts,
+    host_library_volumes,
+    nccl_env,
+    rdma_pod_annotations,
+)
+
+SCRIPT_DIR = "/smoke"
+ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data. Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+backend = os.environ.get("SMOKE_BACKEND", "nccl")
+dist.init_process_group(backend)
+rank, world = dist.get_rank(), dist.get_world_size()
+device = torch.device("cpu")
+if backend == "nccl":
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(device)
+elements = int(os.environ.get("SMOKE_MEGABYTES", "256")) * 2**20 // 4
+chunk = torch.full((elements,), float(rank), device=device)
+gathered = [torch.empty_like(chunk) for _ in range(world)]
+iterations = int(os.environ.get("SMOKE_ITERATIONS", "20"))
+for _ in range(3):
+    dist.all_gather(gathered, chunk)
+if device.type == "cuda":
+    torch.cuda.synchronize()
+start = time.perf_counter()
+for _ in range(iterations):
+    dist.all_gather(gathered, chunk)
+if device.type == "cuda":
+    torch.cuda.synchronize()
+seconds = (time.perf_counter() - start) / iterations
+wrong = [index for index, part in enumerate(gathered) if not bool((part == float(index)).all())]
+total_bytes = elements * 4 * world
+algbw = total_bytes / seconds / 1e9
+if rank == 0:
+    print(f"all_gather: world {world}, {total_bytes / 2**20:.0f} MiB gathered, {seconds * 1e3:.2f} ms, "
+          f"algbw {algbw:.2f} GB/s, busbw {algbw * (world - 1) / world:.2f} GB/s", flush=True)
+if wrong:
+    print(f"rank {rank}: wrong data from ranks {wrong}", file=sys.stderr, flush=True)
+dist.destroy_process_group()
+sys.exit(1 if wrong else 0)
+'''
+
+
+def jax_check_command(expected_devices: int) -> list[str]:
+    check = (
+        "import jax; count = jax.device_count(); print('TPU cores:', count, flush=True); "
+        f"assert count == {expected_devices}, f'expected {expected_devices} TPU cores, found {{count}}'"
+    )
+    return ["python", "-c", check]
+
+
+class SmokeWorkloads(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        queue_name: str,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:SmokeWorkloads", name, None, opts)
+        self._config = config
+        self._namespace = namespace.metadata.name
+        self._labels = {QUEUE_LABEL: queue_name}
+        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on])
+        self.jobs = [self._jax_job(group) for group in config.tpu_slices]
+        if config.gpu_pools:
+            script = self._script_config_map()
+            self.jobs += [self._nccl_job(pool, script) for pool in config.gpu_pools]
+        self.register_outputs({"jobs": [job.metadata.name for job in self.jobs]})
+
+    def _indexed_job(self, job_name: str, pods: int, pod: k8s.core.v1.PodTemplateSpecArgs, extra: list) -> k8s.batch.v1.Job:
+        service = k8s.core.v1.Service(
+            f"service-{job_name}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=job_name, namespace=self._namespace),
+            spec=k8s.core.v1.ServiceSpecArgs(cluster_ip="None", selector={"job-name": job_name}),
+            opts=self._opts,
+        )
+        return k8s.batch.v1.Job(
+            f"job-{job_name}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=job_name, namespace=self._namespace, labels=self._labels, annotations=dict(SKIP_AWAIT)),
+            spec=k8s.batch.v1.JobSpecArgs(
+                suspend=True, completion_mode="Indexed", completions=pods, parallelism=pods, backoff_limit=0, template=pod
+            ),
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[service, *extra])),
+        )
+
+    def _jax_job(self, group: TpuSliceConfig) -> k8s.batch.v1.Job:
+        tpu = group.slice
+        job_name = f"smoke-jax-{group.name}"
+        chips = str(tpu.chips_per_vm)
+        container = k8s.core.v1.ContainerArgs(
+            name="jax",
+            image=self._config.jobs.smoke.jax_image,
+            command=jax_check_command(tpu.chips),
+            # 8471: TPU VMs talk to each other; 8431: the TPU runtime's metrics (the seed's ports).
+            ports=[k8s.core.v1.ContainerPortArgs(container_port=8471), k8s.core.v1.ContainerPortArgs(container_port=8431)],
+            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            resources=k8s.core.v1.ResourceRequirementsArgs(requests={TPU_RESOURCE: chips}, limits={TPU_RESOURCE: chips}),
+        )
+        pod = k8s.core.v1.PodTemplateSpecArgs(
+            spec=k8s.core.v1.PodSpecArgs(
+                subdomain=job_name, restart_policy="Never", node_selector=tpu.node_selector, containers=[container]
+            )
+        )
+        return self._indexed_job(job_name, tpu.vms, pod, [])
+
+    def _script_config_map(self) -> k8s.core.v1.ConfigMap:
+        return k8s.core.v1.ConfigMap(
+            "smoke-scripts",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="smoke-scripts", namespace=self._namespace),
+            data={"allgather.py": ALLGATHER_SCRIPT},
+            opts=self._opts,
+        )
+
+    def _nccl_job(self, pool: GpuPoolConfig, script: k8s.core.v1.ConfigMap) -> k8s.batch.v1.Job:
+        smoke = self._config.jobs.smoke
+        job_name = f"smoke-nccl-{pool.name}"
+        gpus = str(pool.machine.gpus_per_vm)
+        command = (
+            f"exec torchrun --nnodes={smoke.nccl_nodes} --nproc_per_node={gpus} --node_rank=$JOB_COMPLETION_INDEX "
+            f"--rdzv_backend=c10d --rdzv_id={job_name} --rdzv_endpoint={job_name}-0.{job_name}:{RDZV_PORT} "
+            f"{SCRIPT_DIR}/allgather.py"
+        )
+        env = {**nccl_env(pool.machine.nccl_tuner_config), "SMOKE_MEGABYTES": str(smoke.nccl_megabytes)}
+        container = k8s.core.v1.ContainerArgs(
+            name="allgather",
+            image=smoke.nccl_image,
+            command=["/bin/bash", "-c", command],
+            env=[k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in env.items()],
+            ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
+            resources=k8s.core.v1.ResourceRequirementsArgs(requests={GPU_RESOURCE: gpus}, limits={GPU_RESOURCE: gpus}),
+            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=SCRIPT_DIR)],
+        )
+        volumes = [
+            *host_library_volumes("64Gi"),
+            k8s.core.v1.VolumeArgs(name="scripts", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="smoke-scripts")),
+        ]
+        pod = k8s.core.v1.PodTemplateSpecArgs(
+            metadata=k8s.meta.v1.ObjectMetaArgs(annotations=rdma_pod_annotations(pool)),
+            spec=k8s.core.v1.PodSpecArgs(
+                subdomain=job_name,
+                restart_policy="Never",
+                node_selector={"cloud.google.com/gke-nodepool": pool.name},
+                tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
+                volumes=volumes,
+                containers=[container],
+            ),
+        )
+        return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script])
