@@ -1,0 +1,35 @@
+# MaxText trainer (workloads/maxtext): its own venv (no Pulumi, no torch), tests, local run, fit check.
+# Included by the top-level Makefile, which sets PYTHON (python3.12) and collects TEST_TARGETS.
+
+MAXTEXT_VENV := .venv-maxtext
+MAXTEXT_PY := $(MAXTEXT_VENV)/bin/python
+MAXTEXT_REQUIREMENTS := workloads/maxtext/requirements.txt workloads/maxtext/constraints.txt
+
+# The seed's Llama 3 8B job on 2 x v6e-16 (ray-maxtext-multislice-gke): the facts the stack would pass.
+MAXTEXT_SEED_8B_FACTS := --accelerator-type TPU-V6E --topology 4x4 --slices 2 --hosts-per-slice 4 --chips-per-host 4
+MAXTEXT_SEED_8B_ARGS := model_name=llama3-8b dataset_type=synthetic steps=100 per_device_batch_size=4 \
+	max_target_length=4096 ici_fsdp_parallelism=4 ici_tensor_parallelism=4
+
+.PHONY: test-maxtext train-local-maxtext fit-check
+
+$(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else "maxtext 0.2.5 needs Python 3.12 (set PYTHON=python3.12)")'
+	$(PYTHON) -m venv $(MAXTEXT_VENV)
+	$(MAXTEXT_VENV)/bin/pip install --quiet --upgrade pip
+	$(MAXTEXT_VENV)/bin/pip install --quiet -r workloads/maxtext/requirements.txt \
+		-c workloads/maxtext/constraints.txt pytest==9.2.0
+	touch $@
+
+test-maxtext: $(MAXTEXT_VENV)/.installed
+	$(MAXTEXT_PY) -m pytest tests/maxtext -q
+
+# Two CPU workers train a tiny model for 20 steps; MaxText's step lines show the loss falling.
+train-local-maxtext: $(MAXTEXT_VENV)/.installed
+	$(MAXTEXT_PY) -m workloads.maxtext.local --workers 2 --steps 20
+
+# Compiles the seed's 8B job for 2 x v6e-16 on this CPU (about 3 minutes, several GB of RAM).
+fit-check: $(MAXTEXT_VENV)/.installed
+	$(MAXTEXT_PY) -m workloads.maxtext.fit $(MAXTEXT_SEED_8B_FACTS) --name seed-llama3-8b \
+		-- $(MAXTEXT_SEED_8B_ARGS)
+
+TEST_TARGETS += test-maxtext
