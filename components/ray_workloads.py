@@ -106,16 +106,19 @@ class RayPods:
         self._config = config
         self._ray = config.jobs.ray
         self._dranet = dranet
+        self._code: WorkloadCode | None = None
 
-    def cluster_spec(self, groups: list[tuple[TpuSliceConfig, int, int, bool]]) -> dict:
-        """`groups`: (slice group, min replicas, max replicas, elastic) per worker group."""
+    def cluster_spec(self, groups: list[tuple[TpuSliceConfig, int, int, bool]], code: WorkloadCode | None = None) -> dict:
+        """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on every pod."""
+        self._code = code
         return {
             "headGroupSpec": {"rayStartParams": {}, "template": self._head_template()},
             "workerGroupSpecs": [self._worker_group(*group) for group in groups],
         }
 
     def _volumes(self) -> list[dict]:
-        return [
+        code = [self._code.volume()] if self._code else []
+        return [*code,
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
             {
                 "name": "gcs-fuse-csi-ephemeral",
@@ -127,7 +130,8 @@ class RayPods:
         ]
 
     def _mounts(self) -> list[dict]:
-        return [{"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}]
+        code = [self._code.mount()] if self._code else []
+        return [*code, {"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}]
 
     def _pod(self, spec: dict) -> dict:
         base = {"serviceAccountName": self._config.storage.service_account, "volumes": self._volumes()}
@@ -243,7 +247,6 @@ class RayWorkloads(pulumi.ComponentResource):
         annotations = dict(SKIP_AWAIT)
         if job.elastic:
             annotations[ELASTIC_JOB_ANNOTATION] = "true"
-        working_dir = self._code.ray_working_dir(DATA_MOUNT)
         return k8s.apiextensions.CustomResource(
             f"rayjob-{job.name}",
             api_version=API_VERSION,
@@ -253,10 +256,10 @@ class RayWorkloads(pulumi.ComponentResource):
             ),
             spec={
                 "entrypoint": maxtext_entrypoint(job, group),
-                "runtimeEnvYAML": f"working_dir: {working_dir}\n",
+                "runtimeEnvYAML": f"working_dir: {self._code.ray_working_dir}\n",
                 "shutdownAfterJobFinishes": True,
                 "suspend": True,
-                "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)]),
+                "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code),
             },
-            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.object])),
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.config_map])),
         )

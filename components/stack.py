@@ -40,7 +40,7 @@ class TrainyardStack(pulumi.ComponentResource):
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.storage.namespace
         needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
-        self.code = WorkloadCode("workload-code", self.storage.bucket, child) if needs_code else None
+        self.code = WorkloadCode("workload-code", provider, namespace, child) if needs_code else None
         self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
         self.ray = None
         if jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices):

@@ -101,6 +101,10 @@ def host_library_mounts() -> list[k8s.core.v1.VolumeMountArgs]:
     ]
 
 
+def _snake(mount: dict) -> dict:
+    return {"name": mount["name"], "mount_path": mount["mountPath"], "read_only": mount["readOnly"]}
+
+
 def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
     return {"networking.gke.io/default-interface": "eth0", "networking.gke.io/interfaces": pod_interfaces(pool.machine)}
 
@@ -147,14 +151,18 @@ class TorchWorkloads(pulumi.ComponentResource):
             name="trainer",
             image=job.image,
             command=["/bin/bash", "-c"],
-            args=[launch_script(job, pool, self._code.path_in(DATA_MOUNT), job.name)],
+            args=[launch_script(job, pool, self._code.archive_path, job.name)],
             env=env,
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 limits={GPU_RESOURCE: gpus, "memory": job.memory}, requests={GPU_RESOURCE: gpus, "memory": job.memory}
             ),
             security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
-            volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT)],
+            volume_mounts=[
+                *host_library_mounts(),
+                k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT),
+                k8s.core.v1.VolumeMountArgs(**_snake(self._code.mount())),
+            ],
         )
         max_run = {MAX_RUN_ANNOTATION: str(job.max_run_duration_seconds)}
         pod = k8s.core.v1.PodTemplateSpecArgs(
@@ -165,11 +173,18 @@ class TorchWorkloads(pulumi.ComponentResource):
                 service_account_name=self._config.storage.service_account,
                 node_selector={"cloud.google.com/gke-accelerator": pool.machine.accelerator},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
-                volumes=[*host_library_volumes(job.shm_size), gcs_fuse_volume(self._config.storage.bucket, GCS_FUSE_MOUNT_OPTIONS)],
+                volumes=[
+                    *host_library_volumes(job.shm_size),
+                    gcs_fuse_volume(self._config.storage.bucket, GCS_FUSE_MOUNT_OPTIONS),
+                    k8s.core.v1.VolumeArgs(
+                        name=self._code.volume()["name"],
+                        config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=self._code.archive.config_map_name),
+                    ),
+                ],
                 containers=[container],
             ),
         )
-        extra = [service, self._code.object] + ([token] if token is not None else [])
+        extra = [service, self._code.config_map] + ([token] if token is not None else [])
         return k8s.batch.v1.Job(
             f"job-{job.name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -1,14 +1,16 @@
-"""The trainers' code, delivered content-addressed: `workloads/` zipped byte-for-byte reproducibly and
-uploaded to the bucket under its own hash.
+"""The trainers' code, delivered content-addressed: `workloads/` zipped byte-for-byte reproducibly into an
+immutable ConfigMap named by the archive's hash.
 
-Jobs name the object by that hash, so editing a trainer changes the object's name and, with it, every job
-that runs it: the preview shows the code change as a change of the job. Inside the cluster the bucket is
-mounted at /data by GCS FUSE, so pods reach the archive as a file: Ray takes it as a `file://` working_dir
-(no cloud-storage client needed in the image), torchrun jobs unpack it.
+Jobs mount the ConfigMap by that name, so editing a trainer changes the ConfigMap's name and, with it,
+every job that runs it: the preview shows the code change as a change of the job. Pods see the archive as
+a file: Ray takes it as a `file://` working_dir (nothing to fetch, no cloud-storage client in the image),
+torchrun jobs unpack it. A ConfigMap (not a bucket object) keeps the delivery a plain Kubernetes object
+that preflight schema-checks, with no local file paths in the plan; it holds up to 1 MiB, ample for source.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import zipfile
@@ -16,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
-import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
-CACHE_DIR = PROJECT_DIR / ".cache" / "code"
+MOUNT_DIR = "/opt/trainyard/code"
+ARCHIVE_FILE = "workloads.zip"
+# The API server refuses objects over 1 MiB; base64 grows the archive by a third.
+MAX_ARCHIVE_BYTES = 700 * 1024
 # Ray unpacks a working_dir archive by dropping its single top-level folder; the package sits under it.
 TOP_LEVEL = "trainyard"
 PACKAGE = "workloads"
@@ -33,8 +38,8 @@ class CodeArchive:
     data: bytes
 
     @property
-    def object_name(self) -> str:
-        return f"code/{PACKAGE}-{self.sha256[:16]}.zip"
+    def config_map_name(self) -> str:
+        return f"{PACKAGE}-{self.sha256[:16]}"
 
 
 def shipped_files(root: Path) -> list[Path]:
@@ -59,38 +64,54 @@ def build_archive(root: Path = PROJECT_DIR) -> CodeArchive:
     return CodeArchive(hashlib.sha256(data).hexdigest(), data)
 
 
-def cached_file(archive: CodeArchive, cache_dir: Path = CACHE_DIR) -> Path:
-    """The archive on disk (the engine reads assets by path), written once per content."""
-    path = cache_dir / f"{PACKAGE}-{archive.sha256}.zip"
-    if not path.is_file():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        partial.write_bytes(archive.data)
-        partial.replace(path)
-    return path
+class CodeTooLarge(ValueError):
+    """The archive would not fit in a ConfigMap."""
 
 
 class WorkloadCode(pulumi.ComponentResource):
-    """`path_in(mount)` is the archive inside a pod that mounts the bucket at `mount`."""
+    """`volume`/`mount` put the archive at `archive_path` in a pod."""
 
     archive: CodeArchive
-    object: gcp.storage.BucketObject
+    config_map: k8s.core.v1.ConfigMap
 
-    def __init__(self, name: str, bucket: gcp.storage.Bucket, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("trainyard:k8s:WorkloadCode", name, None, opts)
         self.archive = build_archive()
-        self.object = gcp.storage.BucketObject(
-            self.archive.object_name,
-            bucket=bucket.name,
-            name=self.archive.object_name,
-            source=pulumi.FileAsset(str(cached_file(self.archive))),
-            content_type="application/zip",
-            opts=pulumi.ResourceOptions(parent=self),
+        if len(self.archive.data) > MAX_ARCHIVE_BYTES:
+            raise CodeTooLarge(
+                f"{PACKAGE}/ zips to {len(self.archive.data)} bytes (allowed: up to {MAX_ARCHIVE_BYTES}); "
+                f"keep data and weights out of {PACKAGE}/ (shipped suffixes: {', '.join(SHIPPED_SUFFIXES)})"
+            )
+        self.config_map = k8s.core.v1.ConfigMap(
+            self.archive.config_map_name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=self.archive.config_map_name,
+                namespace=namespace.metadata.name,
+                labels={"app.kubernetes.io/part-of": "trainyard"},
+            ),
+            binary_data={ARCHIVE_FILE: base64.b64encode(self.archive.data).decode()},
+            immutable=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
         )
-        self.register_outputs({"object": self.object.name, "sha256": self.archive.sha256})
+        self.register_outputs({"configMap": self.archive.config_map_name, "sha256": self.archive.sha256})
 
-    def path_in(self, mount: str) -> str:
-        return f"{mount.rstrip('/')}/{self.archive.object_name}"
+    @property
+    def archive_path(self) -> str:
+        return f"{MOUNT_DIR}/{ARCHIVE_FILE}"
 
-    def ray_working_dir(self, mount: str) -> str:
-        return f"file://{self.path_in(mount)}"
+    @property
+    def ray_working_dir(self) -> str:
+        return f"file://{self.archive_path}"
+
+    def volume(self) -> dict:
+        """The pod volume, in the API's camelCase (typed pods wrap it with VolumeArgs)."""
+        return {"name": "trainyard-code", "configMap": {"name": self.archive.config_map_name}}
+
+    def mount(self) -> dict:
+        return {"name": "trainyard-code", "mountPath": MOUNT_DIR, "readOnly": True}
