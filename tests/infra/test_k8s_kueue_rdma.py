@@ -1,0 +1,133 @@
+"""Kueue and RDMA objects of the dev stack and of variations: flavors, quotas, DWS checks, NIC networks."""
+
+from __future__ import annotations
+
+import json
+
+from tests.infra.conftest import one
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def manifest(plan, kind, name):
+    found = [m for m in plan.manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind} {name}: {len(found)} found"
+    return found[0]
+
+
+def quotas(cluster_queue):
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    return {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]}
+
+
+def test_dev_cluster_queue_quotas_are_what_the_pools_hold(dev_plan):
+    queue = manifest(dev_plan, "ClusterQueue", "trainyard")
+    assert queue["apiVersion"] == KUEUE
+    assert queue["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "google.com/tpu", "nvidia.com/gpu"]
+    assert quotas(queue) == {
+        "system": {"cpu": "40", "memory": "160Gi", "google.com/tpu": 0, "nvidia.com/gpu": 0},  # 5 x e2-standard-8
+        "v6e-16": {"cpu": "1440", "memory": "5760Gi", "google.com/tpu": 32, "nvidia.com/gpu": 0},  # 8 x ct6e-4t
+        "gpu-nodepool-dws": {"cpu": "2240", "memory": "39680Gi", "google.com/tpu": 0, "nvidia.com/gpu": 80},
+    }
+
+
+def test_dws_admission_check_only_on_dws_flavors(dev_plan):
+    queue = manifest(dev_plan, "ClusterQueue", "trainyard")
+    assert queue["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "dws-prov", "onFlavors": ["gpu-nodepool-dws"]}]
+    }
+    check = manifest(dev_plan, "AdmissionCheck", "dws-prov")["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["parameters"] == {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-prov"}
+    config = manifest(dev_plan, "ProvisioningRequestConfig", "dws-prov")["spec"]
+    assert config == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]}
+
+
+def test_flavors_select_their_nodes(dev_plan):
+    assert manifest(dev_plan, "ResourceFlavor", "v6e-16")["spec"] == {
+        "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4"}
+    }
+    gpu = manifest(dev_plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"]
+    assert gpu["nodeLabels"] == {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}
+    assert gpu["tolerations"] == [{"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_local_queue_in_the_workload_namespace(dev_plan):
+    queue = manifest(dev_plan, "LocalQueue", "trainyard")
+    assert queue["metadata"]["namespace"] == "trainyard" and queue["spec"] == {"clusterQueue": "trainyard"}
+
+
+def test_kueue_objects_depend_on_the_pinned_release(dev_plan):
+    chart = one(dev_plan, "kubernetes:helm.sh/v4:Chart", "kueue")
+    assert chart["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and chart["version"] == "0.19.2"
+    chart_urn = next(r.urn for r in dev_plan.resources if r.type == "kubernetes:helm.sh/v4:Chart")
+    kueue_crs = [r for r in dev_plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+    assert len(kueue_crs) == 7
+    assert all(chart_urn in r.dependencies for r in kueue_crs)
+
+
+def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
+    def mixed(values):
+        values["trainyard:tpuSlices"].append(
+            {"name": "v6e-16-flex", "topology": "4x4", "count": 1, "capacity": "flexStart"}
+        )
+        values["trainyard:gpuPools"][0]["capacity"] = "spot"
+        values["trainyard:tpuSlices"].insert(0, values["trainyard:tpuSlices"].pop())  # DWS first in config
+
+    plan = plan_with(mixed)
+    queue = manifest(plan, "ClusterQueue", "trainyard")
+    assert list(quotas(queue)) == ["system", "v6e-16", "gpu-nodepool-dws", "v6e-16-flex"]
+    assert quotas(queue)["v6e-16-flex"]["google.com/tpu"] == 16
+    assert queue["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] == ["v6e-16-flex"]
+    assert manifest(plan, "ProvisioningRequestConfig", "dws-prov")["spec"]["managedResources"] == ["google.com/tpu"]
+    assert manifest(plan, "ResourceFlavor", "v6e-16-flex")["spec"]["nodeLabels"]["cloud.google.com/gke-flex-start"] == "true"
+    assert manifest(plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"] == {
+        "nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}
+    }
+
+
+def test_no_dws_pools_means_no_admission_check_and_no_install_means_no_chart(plan_with):
+    def on_demand_only(values):
+        values["trainyard:gpuPools"][0]["capacity"] = "onDemand"
+        values["trainyard:kueue"]["install"] = False
+
+    plan = plan_with(on_demand_only)
+    kinds = {m["kind"] for m in plan.manifests}
+    assert "AdmissionCheck" not in kinds and "ProvisioningRequestConfig" not in kinds
+    assert "admissionChecksStrategy" not in manifest(plan, "ClusterQueue", "trainyard")["spec"]
+    assert not plan.of_type("kubernetes:helm.sh/v4:Chart")
+
+
+def test_rdma_networks_name_the_vpcs_and_subnets(dev_plan):
+    sets = {m["metadata"]["name"]: m["spec"] for m in dev_plan.manifests if m["kind"] == "GKENetworkParamSet"}
+    assert sets["gvnic-1"] == {"vpc": "trainyard-dev-gvnic-1-net", "vpcSubnet": "trainyard-dev-gvnic-1-sub", "deviceMode": "NetDevice"}
+    for index in range(8):
+        assert sets[f"rdma-{index}"] == {
+            "vpc": "trainyard-dev-rdma-net", "vpcSubnet": f"trainyard-dev-rdma-sub-{index}", "deviceMode": "RDMA"
+        }
+    subnets = {r.name for r in dev_plan.of_type("gcp:compute/subnetwork:Subnetwork")}
+    assert {spec["vpcSubnet"] for spec in sets.values()} <= subnets
+    networks = {m["metadata"]["name"]: m["spec"] for m in dev_plan.manifests if m["kind"] == "Network"}
+    assert set(networks) == set(sets)
+    for name, spec in networks.items():
+        assert spec == {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}}
+
+
+def test_gib_installer_is_pinned_and_lands_on_a4_nodes(dev_plan):
+    daemonset = manifest(dev_plan, "DaemonSet", "nccl-rdma-installer")
+    pod = daemonset["spec"]["template"]["spec"]
+    (installer,) = pod["initContainers"]
+    assert installer["image"].endswith("/nccl-plugin-gib:v1.0.6")
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-b200"]}]
+    assert {v["hostPath"]["path"] for v in pod["volumes"]} == {"/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/gib"}
+
+
+def test_tpu_only_stack_has_no_rdma_objects(plan_with):
+    def tpu_only(values):
+        values["trainyard:gpuPools"] = []
+        values["trainyard:jobs"]["fsdp"] = []
+
+    kinds = {m["kind"] for m in plan_with(tpu_only).manifests}
+    assert not kinds & {"GKENetworkParamSet", "Network", "DaemonSet", "Job"}
+    assert "nvidia.com/gpu" not in json.dumps(manifest(plan_with(tpu_only), "ClusterQueue", "trainyard"))
