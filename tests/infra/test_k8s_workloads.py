@@ -1,0 +1,229 @@
+"""The MaxText RayJob, the RayCluster, the FSDP Job and the smoke jobs, read back from plans, and their
+arguments parsed by the trainers' own parsers (workloads/ imports nothing heavy for that)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shlex
+import zipfile
+
+import pytest
+
+from components import workload_code
+from tests.infra.conftest import PROJECT_DIR, as_engine_config, dev_config_values
+from tests.infra.test_k8s_kueue_rdma import manifest
+from workloads.fsdp.config import parse_config
+from workloads.maxtext.cli import split_maxtext_args
+from workloads.maxtext.parallelism import check_parallelism, parse_overrides
+
+GCS_FUSE = {"gke-gcsfuse/volumes": "true", "gke-gcsfuse/cpu-limit": "0", "gke-gcsfuse/memory-limit": "0", "gke-gcsfuse/ephemeral-storage-limit": "0"}
+
+
+def everything_on(values):
+    values["trainyard:jobs"]["ray"]["enabled"] = True
+    values["trainyard:jobs"]["smoke"]["enabled"] = True
+    values["trainyard:jobs"]["maxtext"][1]["enabled"] = True
+
+
+@pytest.fixture(scope="module")
+def full_plan(plan_with):
+    return plan_with(everything_on)
+
+
+def entrypoint_words(rayjob):
+    return shlex.split(rayjob["spec"]["entrypoint"])
+
+
+def test_rayjob_metadata_and_lifecycle(dev_plan):
+    job = manifest(dev_plan, "RayJob", "llama3-8b")
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
+    assert job["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert job["spec"]["shutdownAfterJobFinishes"] is True and job["spec"]["suspend"] is True
+
+
+def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
+    words = entrypoint_words(manifest(dev_plan, "RayJob", "llama3-8b"))
+    assert words[:3] == ["python", "-m", "workloads.maxtext.train"]
+    flags, maxtext = split_maxtext_args(words[3:])
+    assert flags == [
+        "--accelerator-type", "TPU-V6E", "--topology", "4x4", "--slices", "2", "--hosts-per-slice", "4",
+        "--chips-per-host", "4", "--max-failures", "0", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
+    ]  # fmt: skip
+    overrides = parse_overrides(maxtext)
+    assert {k: overrides[k] for k in ("model_name", "steps", "per_device_batch_size", "max_target_length", "run_name")} == {
+        "model_name": "llama3-8b", "steps": "100", "per_device_batch_size": "4", "max_target_length": "4096", "run_name": "llama3-8b",
+    }  # fmt: skip
+    assert overrides["base_output_directory"] == "/data/maxtext"
+    mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
+    assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"data": 2})
+
+
+def test_70b_job_shards_fsdp_over_dcn(full_plan):
+    overrides = parse_overrides(split_maxtext_args(entrypoint_words(manifest(full_plan, "RayJob", "llama3-70b"))[3:])[1])
+    assert overrides["remat_policy"] == "full" and overrides["per_device_batch_size"] == "2"
+    mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
+    assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"fsdp": 2})
+
+
+def test_worker_group_from_the_slice_facts(dev_plan):
+    spec = manifest(dev_plan, "RayJob", "llama3-8b")["spec"]["rayClusterSpec"]
+    (group,) = spec["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"], group["numOfHosts"]) == (2, 2, 2, 4)
+    assert group["rayStartParams"] == {"metrics-export-port": "8082"}
+    pod = group["template"]["spec"]
+    (worker,) = pod["containers"]
+    assert worker["resources"]["limits"]["google.com/tpu"] == "4" == worker["resources"]["requests"]["google.com/tpu"]
+    assert pod["nodeSelector"] == {
+        "iam.gke.io/gke-metadata-server-enabled": "true",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+    env = {e["name"]: e["value"] for e in worker["env"]}
+    assert env["MEGASCALE_NUM_SLICES"] == "2" and env["MEGASCALE_PORT"] == "9915"
+    assert env["JAX_PLATFORMS"] == "tpu,cpu" and env["ENABLE_PJRT_COMPATIBILITY"] == "true"
+    assert env["LIBTPU_INIT_ARGS"].startswith("--xla_tpu_scoped_vmem_limit_kib=122880 ")
+    assert env["LIBTPU_INIT_ARGS"].endswith(" --megascale_grpc_interface_prefixes=eth1,eth2,lo")
+    assert pod["resourceClaims"] == [{"name": "netdev", "resourceClaimTemplateName": "dcn-netdev-2"}]
+    assert worker["resources"]["claims"] == [{"name": "netdev"}]
+    assert pod["serviceAccountName"] == "trainyard-runner" and group["template"]["metadata"]["annotations"] == GCS_FUSE
+    mounts = {m["mountPath"]: m["name"] for m in worker["volumeMounts"]}
+    assert mounts["/data"] == "gcs-fuse-csi-ephemeral" and mounts["/dev/shm"] == "dshm"
+    fuse = next(v for v in pod["volumes"] if v["name"] == "gcs-fuse-csi-ephemeral")["csi"]
+    assert fuse["volumeAttributes"] == {
+        "bucketName": "trainyard-dev-data",
+        "mountOptions": "implicit-dirs,uid=1000,gid=1000,dir-mode=775,file-mode=664,file-cache:max-size-mb:-1",
+    }
+
+
+def test_head_group_ports_and_resources(dev_plan):
+    head = manifest(dev_plan, "RayJob", "llama3-8b")["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    (container,) = head["containers"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+    assert container["resources"] == {"limits": {"memory": "16Gi"}, "requests": {"cpu": "8", "memory": "16Gi"}}
+    assert container["image"] == "rayproject/ray:2.60.0-py312-tpu"
+
+
+def test_dranet_claim_template(dev_plan):
+    template = manifest(dev_plan, "ResourceClaimTemplate", "dcn-netdev-2")
+    assert template["apiVersion"] == "resource.k8s.io/v1"
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"] == {"deviceClassName": "netdev.google.com", "allocationMode": "ExactCount", "count": 2}
+
+
+def test_elastic_job_takes_min_and_max_slices_and_leaves_megascale_to_ray(plan_with):
+    def elastic(values):
+        values["trainyard:jobs"]["maxtext"][0].update(minSlices=1, maxSlices=2, maxFailures=3)
+
+    job = manifest(plan_with(elastic), "RayJob", "llama3-8b")
+    assert job["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] == "true"
+    flags, maxtext = split_maxtext_args(entrypoint_words(job)[3:])
+    assert flags[flags.index("--min-slices") + 1] == "1" and flags[flags.index("--max-slices") + 1] == "2"
+    assert parse_overrides(maxtext)["dcn_data_parallelism"] == "-1"
+    for slices in (1, 2):
+        assert check_parallelism(parse_overrides(maxtext), 16, slices).dcn == ({"data": slices} if slices > 1 else {})
+    (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert (group["minReplicas"], group["maxReplicas"]) == (1, 2)
+    assert "MEGASCALE_NUM_SLICES" not in {e["name"] for e in group["template"]["spec"]["containers"][0]["env"]}
+
+
+def test_standalone_raycluster_when_enabled(full_plan):
+    cluster = manifest(full_plan, "RayCluster", "maxtext")
+    assert cluster["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
+    assert [g["groupName"] for g in cluster["spec"]["workerGroupSpecs"]] == ["v6e-16"]
+
+
+def test_code_archive_is_content_addressed_and_mounted(dev_plan, tmp_path):
+    archive = workload_code.build_archive(PROJECT_DIR)
+    config_map = manifest(dev_plan, "ConfigMap", archive.config_map_name)
+    assert config_map["immutable"] is True
+    data = base64.b64decode(config_map["binaryData"]["workloads.zip"])
+    assert data == archive.data
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "trainyard/workloads/maxtext/train.py" in names and not any("__pycache__" in n for n in names)
+    job = manifest(dev_plan, "RayJob", "llama3-8b")
+    assert job["spec"]["runtimeEnvYAML"] == "working_dir: file:///opt/trainyard/code/workloads.zip\n"
+    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert {"name": "trainyard-code", "configMap": {"name": archive.config_map_name}} in head["volumes"]
+    # Same files, same bytes; one changed byte in a trainer, another name (so the jobs change in a preview).
+    (tmp_path / "workloads").mkdir()
+    for path in workload_code.shipped_files(PROJECT_DIR):
+        target = tmp_path / path.relative_to(PROJECT_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    assert workload_code.build_archive(tmp_path) == archive
+    (tmp_path / "workloads/maxtext/train.py").write_text((tmp_path / "workloads/maxtext/train.py").read_text() + "\n# changed\n")
+    assert workload_code.build_archive(tmp_path).config_map_name != archive.config_map_name
+
+
+def test_fsdp_job(dev_plan):
+    job = manifest(dev_plan, "Job", "llama31-70b-fsdp")
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    spec = job["spec"]
+    assert (spec["suspend"], spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (
+        True, "Indexed", 2, 2, 0,
+    )  # fmt: skip
+    pod = spec["template"]
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "7200"
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    interfaces = {i["interfaceName"]: i["network"] for i in json.loads(annotations["networking.gke.io/interfaces"])}
+    assert interfaces == {"eth0": "default", "eth1": "gvnic-1", **{f"eth{i + 2}": f"rdma-{i}" for i in range(8)}}
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NCCL_NET"] == "gIB" and env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/gib/configs/tuner_config_a4.txtpb"
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64" and env["NCCL_IB_GID_INDEX"] == "3"
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["library-dir-host"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
+    assert volumes["gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
+    assert volumes["shared-memory"]["emptyDir"]["medium"] == "Memory"
+    assert "file-cache:parallel-downloads-per-file:100" in volumes["gcs-fuse-csi-ephemeral"]["csi"]["volumeAttributes"]["mountOptions"]
+    assert pod["spec"]["subdomain"] == "llama31-70b-fsdp"
+    service = manifest(dev_plan, "Service", "llama31-70b-fsdp")["spec"]
+    assert service["clusterIP"] == "None" and service["selector"] == {"job-name": "llama31-70b-fsdp"}
+    assert service["ports"][0]["port"] == 29400
+
+
+def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
+    script = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    launch = shlex.split(script.splitlines()[-1])
+    assert launch[:7] == [
+        "exec", "torchrun", "--nnodes=2", "--nproc_per_node=8", "--node_rank=$JOB_COMPLETION_INDEX",
+        "--rdzv_backend=c10d", "--rdzv_id=llama31-70b-fsdp",
+    ]  # fmt: skip
+    assert "--rdzv_endpoint=llama31-70b-fsdp-0.llama31-70b-fsdp:29400" in launch
+    trainer_flags = launch[launch.index("workloads.fsdp.train") + 1 :]
+    config = parse_config(trainer_flags, environ={})
+    assert (config.model_id, config.per_device_train_batch_size, config.max_seq_length) == ("meta-llama/Llama-3.1-70B", 8, 512)
+    assert config.output_dir == "/data/fsdp/llama31-70b-fsdp"
+
+
+def test_hf_token_goes_from_a_pulumi_secret_to_a_kubernetes_secret(tmp_path):
+    from preflight.plan import plan_config
+    from preflight.stack_files import read_stack_files
+
+    files = read_stack_files(PROJECT_DIR, "dev")
+    config = as_engine_config(dev_config_values()) | {"huggingface:token": "hf_not_a_real_token"}
+    plan = plan_config(files.project, "dev", files.main, config, secret_keys=["huggingface:token"])
+    secret = manifest(plan, "Secret", "llama31-70b-fsdp-hf-token")
+    assert secret["stringData"] == "[secret]"  # masked in the plan
+    assert "hf_not_a_real_token" not in json.dumps(plan.to_json())
+    env = manifest(plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]["env"]
+    (token,) = [e for e in env if e["name"] == "HF_TOKEN"]
+    assert token["valueFrom"]["secretKeyRef"] == {"name": "llama31-70b-fsdp-hf-token", "key": "token"}
+
+
+def test_smoke_jobs(full_plan):
+    jax = manifest(full_plan, "Job", "smoke-jax-v6e-16")
+    assert (jax["spec"]["completions"], jax["spec"]["parallelism"], jax["spec"]["completionMode"]) == (4, 4, "Indexed")
+    (container,) = jax["spec"]["template"]["spec"]["containers"]
+    assert "assert count == 16" in container["command"][2]
+    assert container["resources"]["limits"] == {"google.com/tpu": "4"}
+    nccl = manifest(full_plan, "Job", "smoke-nccl-gpu-nodepool-dws")
+    assert nccl["spec"]["completions"] == 2
+    command = nccl["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert "--nproc_per_node=8" in command and command.endswith("/smoke/allgather.py")
+    assert "allgather.py" in manifest(full_plan, "ConfigMap", "smoke-scripts")["data"]
