@@ -280,7 +280,10 @@ def _pod_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     groups = {group.name: group for group in config.tpu_slices}
     pools = {pool.name: pool for pool in config.gpu_pools}
+    # Jobs switched off are parked: they are checked against the slices and pools when switched on.
     for index, job in enumerate(config.jobs.maxtext):
+        if not job.enabled:
+            continue
         path = f"trainyard:jobs.maxtext[{index}]"
         group = groups.get(job.slices)
         if group is None:
@@ -295,6 +298,8 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         counts = list(range(_lowest_slices(job, group.count), _highest_slices(job, group.count) + 1))
         yield from _mesh_problems(f"{path}.dcn", job.dcn, jobs_config.DCN_FILL_AXIS, counts, "slices")
     for index, job in enumerate(config.jobs.fsdp):
+        if not job.enabled:
+            continue
         path = f"trainyard:jobs.fsdp[{index}]"
         pool = pools.get(job.pool)
         if pool is None:

@@ -105,7 +105,7 @@ def maxtext(values, index=0):
          'trainyard:jobs.fsdp[0].pool: "a3-pool" is not a trainyard:gpuPools name (allowed: gpu-nodepool-dws)'),
         (lambda v: v["trainyard:jobs"]["fsdp"][0].update(nodes=11),
          "trainyard:jobs.fsdp[0].nodes: 11 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)"),
-        (lambda v: maxtext(v, 1).update(name="llama3-8b"),
+        (lambda v: maxtext(v, 1).update(name="llama3-8b", enabled=True),
          'trainyard:jobs.maxtext[1].name: "llama3-8b" is already the name of trainyard:jobs.maxtext[0].name'),
         (lambda v: v["trainyard:jobs"]["smoke"].update(enabled=True, ncclNodes=12),
          "trainyard:jobs.smoke.ncclNodes: 12 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)"),
