@@ -48,7 +48,7 @@ def trainer_view(rayjob):
 
 
 def test_node_pools_follow_the_slices(variant):
-    tpu_topology, count, tpu, plan = variant
+    _, count, tpu, plan = variant
     pools = [p for p in plan.of_type("gcp:container/nodePool:NodePool") if p.name.startswith("v6e-16-")]
     assert len(pools) == count
     assert {p.inputs["nodeCount"] for p in pools} == {tpu.vms}

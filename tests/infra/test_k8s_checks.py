@@ -87,8 +87,8 @@ def maxtext(values, index=0):
         (lambda v: maxtext(v).update(slices="v6e-64"),
          'trainyard:jobs.maxtext[0].slices: "v6e-64" is not a trainyard:tpuSlices name (allowed: v6e-16)'),
         (lambda v: maxtext(v).update(ici={"tensor": 3}),
-         'trainyard:jobs.maxtext[0].ici: {"tensor": 3} multiplies to 3 but the job has 16 chips per slice '
-         "(allowed: a product dividing 16, fsdp takes the rest)"),
+         ('trainyard:jobs.maxtext[0].ici: {"tensor": 3} multiplies to 3 but the job has 16 chips per slice '
+          "(allowed: a product dividing 16, fsdp takes the rest)")),
         (lambda v: maxtext(v).update(ici={"tensor": 4, "fsdp": 2}),
          "multiplies to 8 but the job has 16 chips per slice (allowed: a product of exactly 16)"),
         (lambda v: maxtext(v).update(ici={"tensr": 4}),
