@@ -8,6 +8,7 @@ silently counted as free.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -236,7 +237,8 @@ class StackCost:
         return self.fixed_usd_per_hour + sum(pool.max_usd_per_hour for pool in self.pools)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """camelCase, like the rest of preflight's plan JSON."""
+        return _camel_keys({
             "currency": "USD",
             "pools": [
                 asdict(pool)
@@ -249,7 +251,15 @@ class StackCost:
             "max_usd_per_hour": round(self.max_usd_per_hour, 4),
             "min_usd_per_month": round(self.min_usd_per_hour * HOURS_PER_MONTH, 2),
             "unpriced": [asdict(item) for item in self.unpriced],
-        }
+        })
+
+
+def _camel_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key): _camel_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_camel_keys(item) for item in value]
+    return value
 
 
 def _pool_name(resource: Mapping[str, Any]) -> str:

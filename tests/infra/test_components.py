@@ -42,6 +42,7 @@ def test_single_slice_single_host_stack_makes_no_dcn_or_gpu_networks(plan_with):
     def single_2x2(values):
         values["trainyard:tpuSlices"] = [{"name": "small", "topology": "2x2"}]
         values["trainyard:gpuPools"] = []
+        values.pop("trainyard:jobs", None)  # the dev jobs name the dev pools
 
     plan = plan_with(single_2x2)
     assert [n.name for n in plan.of_type("gcp:compute/network:Network")] == ["trainyard-dev-primary"]
@@ -53,6 +54,7 @@ def test_single_slice_single_host_stack_makes_no_dcn_or_gpu_networks(plan_with):
 def test_slice_count_and_topology_drive_the_pools(plan_with):
     def two_4x8(values):
         values["trainyard:tpuSlices"][0].update(topology="4x8", count=2, name="v6e-32")
+        values.pop("trainyard:jobs", None)  # the dev jobs name the dev slices
 
     plan = plan_with(two_4x8)
     pools = [p for p in plan.of_type("gcp:container/nodePool:NodePool") if p.name.startswith("v6e-32")]
@@ -71,6 +73,7 @@ def test_capacity_modes(plan_with):
             {"name": "a4-spot", "maxNodes": 2, "capacity": "spot"},
             {"name": "a4-flex", "maxNodes": 2, "capacity": "flexStart"},
         ]
+        values.pop("trainyard:jobs", None)  # the dev jobs name the dev pools
 
     plan = plan_with(modes)
     spot = one(plan, "gcp:container/nodePool:NodePool", "spot-0")

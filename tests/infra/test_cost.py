@@ -114,5 +114,5 @@ def test_table_and_json_carry_every_pool_and_the_totals():
     assert all(pool.name in table for pool in estimate.pools)
     assert f"{estimate.max_usd_per_hour:,.2f}" in table.splitlines()[-2]
     data = estimate.to_json()
-    assert data["max_usd_per_hour"] == pytest.approx(estimate.max_usd_per_hour, abs=1e-3)
+    assert data["maxUsdPerHour"] == pytest.approx(estimate.max_usd_per_hour, abs=1e-3)
     assert [pool["name"] for pool in data["pools"]] == [pool.name for pool in estimate.pools]

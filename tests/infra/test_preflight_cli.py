@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,14 +11,18 @@ import sys
 import pytest
 import yaml
 
+from preflight.crd_schemas import CRD_DIR_ENV, crd_search_path
 from tests.infra.conftest import PROJECT_DIR, dev_config_values
 
 SECRET_MARKERS = ("4dabf18193072939515e22adb298388d", "BEGIN CERTIFICATE")
 
 
 def run_preflight(*args, cwd=PROJECT_DIR):
+    # Copies of the project in tmp have no ../shared beside them: point them at this checkout's CRD schemas.
+    env = {**os.environ, CRD_DIR_ENV: os.pathsep.join(str(path) for path in crd_search_path())}
     return subprocess.run(
-        [sys.executable, "-m", "preflight", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-m", "preflight", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False,
+        timeout=120,
     )
 
 
@@ -54,9 +59,12 @@ def test_json_contract(dev_run):
 @pytest.fixture
 def project_copy(tmp_path):
     """A copy of the program beside a stack file the test writes."""
-    for item in ("Pulumi.yaml", "__main__.py", "components", "preflight"):
+    for item in ("Pulumi.yaml", "__main__.py", "components", "preflight", "policies", "workloads"):
         source = PROJECT_DIR / item
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / item)
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / item, ignore=shutil.ignore_patterns("__pycache__", ".venv*"))
+        else:
+            shutil.copy(source, tmp_path / item)
     return tmp_path
 
 
@@ -77,6 +85,7 @@ def test_bad_config_exits_2_naming_key_and_value(project_copy):
 def test_any_stack_file_works(project_copy):
     values = dev_config_values()
     values["trainyard:gpuPools"] = []
+    values["trainyard:jobs"].pop("fsdp", None)
     write_stack(project_copy, "tpu-only", values)
     result = run_preflight("--stack", "tpu-only", cwd=project_copy)
     assert result.returncode == 0, result.stderr
@@ -98,3 +107,25 @@ def test_secure_config_values_are_masked(project_copy):
     assert result.returncode == 2
     assert "trainyard:hfToken: is not a known key" in result.stderr
     assert "v1:abc" not in result.stderr
+
+
+def test_mandatory_policy_violation_exits_1_naming_the_rule(project_copy):
+    values = dev_config_values()
+    values["trainyard:network"]["mtu"] = 1500
+    write_stack(project_copy, "mtu1500", values)
+    out = project_copy / "plan.json"
+    result = run_preflight("--stack", "mtu1500", "--json", str(out), cwd=project_copy)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "accelerator-vpc-mtu" in result.stdout
+    plan = json.loads(out.read_text())
+    violations = {(v["policy"], v["level"]) for v in plan["policies"]}
+    assert ("accelerator-vpc-mtu", "mandatory") in violations
+    assert plan["cost"]["maxUsdPerHour"] > plan["cost"]["minUsdPerHour"] > 0
+
+
+def test_dev_plan_passes_every_check(dev_run):
+    result, plan = dev_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert plan["schemaProblems"] == []
+    assert not [v for v in plan["policies"] if v["level"] == "mandatory"]
+    assert {m["kind"] for m in plan["manifests"]} >= {"ClusterQueue", "RayJob", "Job", "GKENetworkParamSet"}

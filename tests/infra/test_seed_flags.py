@@ -230,6 +230,7 @@ def test_first_jax_job_flex_start_pool(plan_with):
         values["trainyard:tpuSlices"] = [
             {"name": "nodepool", "topology": "2x4", "machineType": "ct6e-standard-4t", "capacity": "flexStart"}
         ]
+        values.pop("trainyard:jobs", None)  # the dev jobs name the dev slices
 
     pool = one(plan_with(flex_2x4), "gcp:container/nodePool:NodePool", "nodepool-0")
     assert pool["nodeConfig"]["machineType"] == "ct6e-standard-4t"  # --machine-type
