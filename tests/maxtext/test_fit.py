@@ -62,11 +62,11 @@ def test_job_beyond_hbm_is_refused_by_the_compiler_with_non_zero_exit(repo_root)
     assert "DOES NOT FIT" in run.stdout
 
 
-def test_compiled_need_above_the_given_hbm_does_not_fit(repo_root):
-    run = _fit(repo_root, *V6E_4, "--hbm-bytes-per-chip", "1000", "--json", "--", *TINY, "vocab_size=256",
-               "per_device_batch_size=2", "max_target_length=64")  # fmt: skip
-    assert run.returncode == fit.EXIT_DOES_NOT_FIT
-    verdict = _verdict(run)
+def test_compiled_need_above_the_given_hbm_does_not_fit(capsys):
+    exit_code = fit.main([*V6E_4, "--hbm-bytes-per-chip", "1000", "--json", "--", *TINY, "vocab_size=256",
+                          "per_device_batch_size=2", "max_target_length=64"])  # fmt: skip
+    assert exit_code == fit.EXIT_DOES_NOT_FIT
+    verdict = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert verdict["needed_bytes"] > verdict["available_bytes"] == 1000
 
 
@@ -86,8 +86,9 @@ def test_topology_names_follow_maxtexts_table():
 
 
 def test_compile_arguments_come_from_the_facts_and_an_elastic_job_compiles_at_its_fewest_slices():
-    namespace = fit.parse_flags([*V6E_4[:4], "2", *V6E_4[5:], "--min-slices", "1", "--max-slices", "2"])
-    facts = fit.slice_facts_from(namespace)
+    elastic = ["--accelerator-type", "TPU-V6E", "--topology", "2x2", "--slices", "2", "--min-slices", "1"]
+    elastic += ["--max-slices", "2", "--hosts-per-slice", "1", "--chips-per-host", "4"]
+    facts = fit.slice_facts_from(fit.parse_flags(elastic))
     argv, _ = fit.compile_argv(facts, ["steps=1"])
     assert "compile_topology=v6e-4" in argv
     assert "compile_topology_num_slices=1" in argv

@@ -10,7 +10,6 @@ from maxtext.trainers.pre_train import train
 from maxtext.utils import max_utils
 
 from workloads.maxtext.parallelism import (
-    DEFAULT_MESH_AXES,
     ParallelismError,
     check_elastic_parallelism,
     check_parallelism,
@@ -87,20 +86,21 @@ def test_elastic_job_must_fit_every_slice_count_it_may_run_on():
 
 
 @functools.cache
-def _maxtext_ici_sizes(args: tuple[str, ...]) -> tuple[int, ...]:
-    """The per-mesh-axis ICI sizes MaxText's own config machinery derives from these arguments."""
+def _maxtext_ici_mesh(args: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """(mesh axes, ICI size per axis) as MaxText's own config machinery derives them from these arguments."""
     config = pyconfig.initialize(
         [train.__file__, *args, "hardware=cpu", "skip_jax_distributed_system=true", "enable_checkpointing=false"]
     )
-    return tuple(config.ici_parallelism)
+    return tuple(config.mesh_axes), tuple(config.ici_parallelism)
 
 
 def _maxtext_resolution(args: tuple[str, ...], chips: int) -> dict[str, int] | None:
+    mesh_axes, sizes = _maxtext_ici_mesh(args)
     try:
-        sizes = max_utils.fill_unspecified_mesh_axes(list(_maxtext_ici_sizes(args)), chips, "ICI")
+        filled = max_utils.fill_unspecified_mesh_axes(list(sizes), chips, "ICI")
     except AssertionError:
         return None
-    return {axis: size for axis, size in zip(DEFAULT_MESH_AXES, sizes) if size != 1}
+    return {axis: size for axis, size in zip(mesh_axes, filled) if size != 1}
 
 
 @pytest.mark.parametrize("chips", [1, 4, 8, 16, 32])

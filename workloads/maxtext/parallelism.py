@@ -77,7 +77,7 @@ def parse_overrides(maxtext_args: Sequence[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class MeshShape:
-    """The resolved size of every mesh axis, within a slice (`ici`) and across slices (`dcn`)."""
+    """Mesh axis -> size (axes of size 1 left out), within a slice (`ici`) and across slices (`dcn`)."""
 
     ici: dict[str, int]
     dcn: dict[str, int]
@@ -168,7 +168,7 @@ def _resolve_kind(kind: str, values: Mapping[str, int], mesh_axes: Sequence[str]
     filled = [key for key, size in sizes.items() if size == FILL_IN]
     if len(filled) > 1:
         raise ParallelismError(
-            f"{' and '.join(f'{key}=-1' for key in filled)}: at most one {kind}_* axis may be -1 "
+            f"{' and '.join(f'{key}=-1' for key in filled)}: allowed is at most one {kind}_* axis at -1 "
             f"(MaxText fills a single one with the {KINDS[kind]} the others leave over)"
         )
     fixed = {key: size for key, size in sizes.items() if size != FILL_IN}
@@ -187,7 +187,7 @@ def _resolve_kind(kind: str, values: Mapping[str, int], mesh_axes: Sequence[str]
             f"allowed are {kind}_* sizes whose product is {target}, or one {kind}_* axis at -1 for MaxText "
             "to fill in"
         )
-    return {_name_of(key): size for key, size in sizes.items() if size != 1}
+    return {MESH_AXIS_OF_NAME[_name_of(key)]: size for key, size in sizes.items() if size != 1}
 
 
 def _name_of(key: str) -> str:
