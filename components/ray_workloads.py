@@ -17,8 +17,9 @@ from components import jobs_config
 from components.config import StackConfig, TpuSliceConfig
 from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
 from components.jobs_config import MaxTextJobConfig
-from components.kueue import QUEUE_LABEL, TPU_RESOURCE
+from components.kueue import TPU_RESOURCE
 from components.workload_code import WorkloadCode
+from components.workload_target import WorkloadTarget
 
 API_VERSION = "ray.io/v1"
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
@@ -209,22 +210,18 @@ class RayWorkloads(pulumi.ComponentResource):
         self,
         name: str,
         config: StackConfig,
-        provider: k8s.Provider,
-        namespace: k8s.core.v1.Namespace,
-        queue_name: str,
+        target: WorkloadTarget,
         code: WorkloadCode,
-        depends_on: list[pulumi.Resource],
         dranet: Dranet | None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:k8s:RayWorkloads", name, None, opts)
         self._config = config
-        self._namespace = namespace.metadata.name
-        self._queue_labels = {QUEUE_LABEL: queue_name}
+        self._namespace = target.namespace_name
+        self._queue_labels = target.queue_labels
         self._code = code
         self._pods = RayPods(config, dranet)
-        extra = [dranet.template] if dranet else []
-        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on, *extra])
+        self._opts = (target.after(dranet.template) if dranet else target).options(self)
         groups = {group.name: group for group in config.tpu_slices}
         self.cluster = self._cluster() if config.jobs.ray.enabled and config.tpu_slices else None
         self.jobs = {job.name: self._job(job, groups[job.slices]) for job in config.jobs.enabled_maxtext}

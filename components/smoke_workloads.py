@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import GpuPoolConfig, StackConfig, TpuSliceConfig
-from components.kueue import GPU_RESOURCE, QUEUE_LABEL, TPU_RESOURCE
+from components.kueue import GPU_RESOURCE, TPU_RESOURCE
 from components.torch_workloads import (
     RDZV_PORT,
     SKIP_AWAIT,
@@ -21,6 +21,7 @@ from components.torch_workloads import (
     nccl_env,
     rdma_pod_annotations,
 )
+from components.workload_target import WorkloadTarget
 
 SCRIPT_DIR = "/smoke"
 ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data. Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
@@ -78,17 +79,14 @@ class SmokeWorkloads(pulumi.ComponentResource):
         self,
         name: str,
         config: StackConfig,
-        provider: k8s.Provider,
-        namespace: k8s.core.v1.Namespace,
-        queue_name: str,
-        depends_on: list[pulumi.Resource],
+        target: WorkloadTarget,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:k8s:SmokeWorkloads", name, None, opts)
         self._config = config
-        self._namespace = namespace.metadata.name
-        self._labels = {QUEUE_LABEL: queue_name}
-        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on])
+        self._namespace = target.namespace_name
+        self._labels = target.queue_labels
+        self._opts = target.options(self)
         self.jobs = [self._jax_job(group) for group in config.tpu_slices]
         if config.gpu_pools:
             script = self._script_config_map()

@@ -17,6 +17,7 @@ from components.storage import Storage
 from components.torch_workloads import TorchWorkloads
 from components.tpu_slices import TpuSlices
 from components.workload_code import WorkloadCode
+from components.workload_target import WorkloadTarget
 
 
 class TrainyardStack(pulumi.ComponentResource):
@@ -42,22 +43,17 @@ class TrainyardStack(pulumi.ComponentResource):
         needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
         self.code = WorkloadCode("workload-code", provider, namespace, child) if needs_code else None
         self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
+        queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
+        with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None
         if jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices):
-            self.ray = RayWorkloads(
-                "ray", config, provider, namespace, self.kueue.queue_name, self.code,
-                [*self.kueue.ready, self.storage.service_account], self.dranet, child,
-            )  # fmt: skip
+            target = queued.after(self.storage.service_account)
+            self.ray = RayWorkloads("ray", config, target, self.code, self.dranet, child)
         self.torch = None
         if jobs.enabled_fsdp:
-            self.torch = TorchWorkloads(
-                "torch", config, provider, namespace, self.kueue.queue_name, self.code,
-                [*self.kueue.ready, *self.rdma.ready, self.storage.service_account], child,
-            )  # fmt: skip
-        self.smoke = None
-        if jobs.smoke.enabled:
-            rdma = self.rdma.ready if self.rdma else []
-            self.smoke = SmokeWorkloads("smoke", config, provider, namespace, self.kueue.queue_name, [*self.kueue.ready, *rdma], child)
+            target = with_rdma.after(self.storage.service_account)
+            self.torch = TorchWorkloads("torch", config, target, self.code, child)
+        self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
 
     def outputs(self) -> dict[str, object]:
         return {

@@ -15,9 +15,10 @@ import pulumi_kubernetes as k8s
 
 from components.config import GpuPoolConfig, StackConfig
 from components.jobs_config import FsdpJobConfig
-from components.kueue import GPU_RESOURCE, QUEUE_LABEL
+from components.kueue import GPU_RESOURCE
 from components.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.workload_code import TOP_LEVEL, WorkloadCode
+from components.workload_target import WorkloadTarget
 
 RDZV_PORT = 29400
 DATA_MOUNT = "/data"
@@ -116,19 +117,16 @@ class TorchWorkloads(pulumi.ComponentResource):
         self,
         name: str,
         config: StackConfig,
-        provider: k8s.Provider,
-        namespace: k8s.core.v1.Namespace,
-        queue_name: str,
+        target: WorkloadTarget,
         code: WorkloadCode,
-        depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:k8s:TorchWorkloads", name, None, opts)
         self._config = config
-        self._namespace = namespace.metadata.name
-        self._queue_name = queue_name
+        self._namespace = target.namespace_name
+        self._queue_labels = target.queue_labels
         self._code = code
-        self._opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on])
+        self._opts = target.options(self)
         pools = {pool.name: pool for pool in config.gpu_pools}
         self.jobs = {job.name: self._fsdp_job(job, pools[job.pool]) for job in config.jobs.enabled_fsdp}
         self.register_outputs({"jobs": list(self.jobs)})
@@ -188,7 +186,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         return k8s.batch.v1.Job(
             f"job-{job.name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=job.name, namespace=self._namespace, labels={QUEUE_LABEL: self._queue_name},
+                name=job.name, namespace=self._namespace, labels=self._queue_labels,
                 annotations={**SKIP_AWAIT, **max_run},
             ),
             spec=k8s.batch.v1.JobSpecArgs(
