@@ -94,13 +94,14 @@ class TpuSlice:
         }
 
 
+def _lookup[T](table: dict[str, T], key: str, what: str) -> T:
+    if key not in table:
+        raise TopologyError(f"{key!r} is not a supported {what} (allowed: {', '.join(table)})")
+    return table[key]
+
+
 def tpu_generation(name: str) -> TpuGeneration:
-    try:
-        return TPU_GENERATIONS[name]
-    except KeyError:
-        raise TopologyError(
-            f"{name!r} is not a supported TPU generation (allowed: {', '.join(TPU_GENERATIONS)})"
-        ) from None
+    return _lookup(TPU_GENERATIONS, name, "TPU generation")
 
 
 def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -> TpuSlice:
@@ -161,12 +162,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
 
 
 def gpu_machine(machine_type: str) -> GpuMachine:
-    try:
-        return GPU_MACHINES[machine_type]
-    except KeyError:
-        raise TopologyError(
-            f"{machine_type!r} is not a supported GPU machine type (allowed: {', '.join(GPU_MACHINES)})"
-        ) from None
+    return _lookup(GPU_MACHINES, machine_type, "GPU machine type")
 
 
 @dataclass(frozen=True)
