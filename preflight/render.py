@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from components import cost
 from preflight.mocks import Registration
 
 
@@ -27,12 +28,10 @@ def pool_capacity(inputs: Mapping[str, Any]) -> str:
 
 
 def _pool_size(inputs: Mapping[str, Any]) -> str:
-    autoscaling = inputs.get("autoscaling") or {}
-    low = autoscaling.get("totalMinNodeCount", autoscaling.get("minNodeCount"))
-    high = autoscaling.get("totalMaxNodeCount", autoscaling.get("maxNodeCount"))
-    if high is not None:
-        return f"nodes {_number(low or 0)}..{_number(high)}"
-    return f"nodes {_number(inputs.get('nodeCount', inputs.get('initialNodeCount', 0)))}"
+    size = cost.pool_size(inputs)
+    if size.autoscaled:
+        return f"nodes {size.min_nodes}..{size.max_nodes}"
+    return f"nodes {size.max_nodes}"
 
 
 def _node_pool(inputs: Mapping[str, Any]) -> list[str]:
