@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import ray
+from ray.runtime_env import RuntimeEnv
 from ray.util.tpu import get_tpu_worker_resources
 
 from workloads.maxtext import train
@@ -47,12 +48,14 @@ def test_run_config_carries_failures_storage_and_the_maxtext_pin():
     assert run.failure_config.max_failures == 3
     assert run.storage_path == "/data/runs"
     assert run.name == "job"
-    assert run.worker_runtime_env["pip"]["packages"] == [MAXTEXT_REQUIREMENT]
+    assert run.worker_runtime_env["uv"] == {"packages": [MAXTEXT_REQUIREMENT]}
+    # Ray's own validation of the runtime env the workers get.
+    assert RuntimeEnv(**run.worker_runtime_env).uv_config()["packages"] == [MAXTEXT_REQUIREMENT]
 
 
 def test_no_pip_when_the_image_carries_maxtext():
-    run = build_trainer(TWO_V6E_16, SEED_8B, _options(worker_pip=(), worker_env={"A": "1"})).run_config
-    assert "pip" not in run.worker_runtime_env
+    run = build_trainer(TWO_V6E_16, SEED_8B, _options(worker_packages=(), worker_env={"A": "1"})).run_config
+    assert "uv" not in run.worker_runtime_env
     assert run.worker_runtime_env["env_vars"] == {"A": "1"}
 
 
@@ -105,3 +108,11 @@ def test_entrypoint_refuses_an_elastic_range_the_dcn_axes_cannot_follow(capsys):
     assert train.main(argv) == train.EXIT_REFUSED
     assert "fails at 1" in capsys.readouterr().err
     assert not ray.is_initialized()
+
+
+def test_cli_pins_maxtext_for_the_workers_unless_told_the_image_has_it():
+    assert train.run_options(train.parse_flags(FACT_FLAGS)).worker_packages == (MAXTEXT_REQUIREMENT,)
+    flags = [*FACT_FLAGS, "--worker-package", "none", "--worker-env", "JAX_PLATFORMS=tpu,cpu"]
+    options = train.run_options(train.parse_flags(flags))
+    assert options.worker_packages == ()
+    assert options.worker_env == {"JAX_PLATFORMS": "tpu,cpu"}

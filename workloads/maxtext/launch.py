@@ -30,7 +30,7 @@ class RunOptions:
     name: str
     storage_path: str
     max_failures: int = 0
-    worker_pip: tuple[str, ...] = (MAXTEXT_REQUIREMENT,)
+    worker_packages: tuple[str, ...] = (MAXTEXT_REQUIREMENT,)
     worker_env: dict[str, str] = field(default_factory=dict)
     fail_once_at_step: int | None = None
 
@@ -67,10 +67,11 @@ def scaling_config(facts: SliceFacts) -> ScalingConfig:
 
 
 def worker_runtime_env(options: RunOptions) -> dict:
-    """Environment variables for the workers, and MaxText pinned with pip unless the image has it."""
+    """Environment variables for the workers, and MaxText pinned (installed with uv, as the seed does on
+    the Ray TPU image) unless the image already carries it."""
     runtime_env: dict = {"env_vars": dict(options.worker_env)}
-    if options.worker_pip:
-        runtime_env["pip"] = {"packages": list(options.worker_pip), "pip_check": False}
+    if options.worker_packages:
+        runtime_env["uv"] = {"packages": list(options.worker_packages)}
     return runtime_env
 
 

@@ -38,6 +38,8 @@ TINY_MODEL_ARGS: tuple[str, ...] = (
     "enable_tensorboard=false",
     "enable_checkpointing=true",
     "async_checkpointing=false",
+    # MaxText logs every one of its ~900 settings at INFO otherwise.
+    "log_config=false",
 )
 
 
@@ -64,7 +66,7 @@ def train_argv(namespace: argparse.Namespace, extra_maxtext_args: Sequence[str])
         "--storage-path", str(Path(storage).resolve()),
         "--name", namespace.name,
         "--max-failures", str(namespace.max_failures),
-        "--worker-pip", "none",
+        "--worker-package", "none",
     ]  # fmt: skip
     if namespace.fail_once_at_step is not None:
         argv += ["--fail-once-at-step", str(namespace.fail_once_at_step)]

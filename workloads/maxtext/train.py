@@ -35,9 +35,9 @@ def parse_flags(flags: Sequence[str]) -> argparse.Namespace:
     run.add_argument("--name", default="maxtext", help="Ray Train run name and MaxText's default run_name")
     run.add_argument("--max-failures", type=int, default=0, help="worker-group restarts Ray Train may do")
     run.add_argument(
-        "--worker-pip",
+        "--worker-package",
         action="append",
-        help=f"pip requirement installed into the workers' runtime env (default {MAXTEXT_REQUIREMENT}); "
+        help=f"requirement installed into the workers' runtime env (repeatable; default {MAXTEXT_REQUIREMENT}); "
         "'none' installs nothing (the image already carries MaxText)",
     )
     run.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE", help="worker env var")
@@ -46,12 +46,12 @@ def parse_flags(flags: Sequence[str]) -> argparse.Namespace:
 
 
 def run_options(namespace: argparse.Namespace) -> RunOptions:
-    pip = namespace.worker_pip or [MAXTEXT_REQUIREMENT]
+    packages = namespace.worker_package or [MAXTEXT_REQUIREMENT]
     return RunOptions(
         name=namespace.name,
         storage_path=namespace.storage_path,
         max_failures=namespace.max_failures,
-        worker_pip=tuple(requirement for requirement in pip if requirement.lower() != "none"),
+        worker_packages=tuple(requirement for requirement in packages if requirement.lower() != "none"),
         worker_env=_parse_env(namespace.worker_env),
         fail_once_at_step=namespace.fail_once_at_step,
     )
