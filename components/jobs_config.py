@@ -1,7 +1,7 @@
 """The `trainyard:kueue` and `trainyard:jobs` config: which workloads a stack starts, and with what.
 
 Same rules as `config.py` (camelCase keys, unknown keys refused); cross-checks that need the slices and
-pools (parallelism vs chips and slices, jobs naming pools that do not exist) live in `config_checks.py`.
+pools (parallelism vs chips and slices, jobs naming pools that do not exist) live in `job_checks.py`.
 Every accelerator number a job needs (hosts, chips per host, worker count) comes from topology facts, never
 from here: a job names the slice group or GPU pool it runs on.
 """
