@@ -2,6 +2,7 @@
 
 Nothing touches the hub: the model, tokenizer and text-to-SQL set are built locally by
 ``workloads.fsdp.tiny`` and loaded through the trainer's own from_pretrained/load_dataset calls.
+Slow tests follow the project's convention (pyproject: ``-m 'not slow'`` by default; ``-m slow`` runs them).
 """
 
 from __future__ import annotations
@@ -12,23 +13,6 @@ import pytest
 from fsdp_helpers import OFFLINE_ENV, TinyFixture
 
 os.environ.update(OFFLINE_ENV)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--run-slow", action="store_true", help="also run tests marked slow")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: longer than CI's budget for the FSDP suite; run with --run-slow")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-slow"):
-        return
-    skip = pytest.mark.skip(reason="slow: pass --run-slow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from workloads.fsdp.batching import BatchPlanner
+from workloads.fsdp.builder import make_schedule
 from workloads.fsdp.config import ConfigError, parse_config
 from workloads.fsdp.loop import Schedule
-from workloads.fsdp.train import make_schedule
 
 SEED_ENV = {
     "MODEL_ID": "meta-llama/Llama-3.1-8B", "DATASET_ID": "org/other-set", "TRAIN_SAMPLE_SIZE": "100",

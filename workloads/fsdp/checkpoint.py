@@ -16,9 +16,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
+from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
 
@@ -72,12 +74,22 @@ def complete_steps(root: str | Path) -> list[int]:
     return sorted(steps)
 
 
+def _background_stager() -> DefaultStager:
+    """Copies to host memory in a thread, into buffers kept from one save to the next (pinned on GPUs)."""
+    on_gpu = torch.cuda.is_available()
+    return DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False, use_async_staging=True,
+                                        use_non_blocking_copy=on_gpu))
+
+
 class Checkpointer:
     def __init__(self, root: str | Path, is_main: bool, async_save: bool = False, keep: int = 0):
         self.root, self.is_main, self.async_save, self.keep = Path(root), is_main, async_save, keep
         self._pending: tuple[int, Future] | None = None
+        self._staging: Future | None = None
+        self.staging_wait_seconds = 0.0  # time the loop spent waiting for staging before an optimizer step
         # Async saves run collectives from a background thread: give them a group of their own.
         self._async_group = dist.new_group(backend="gloo") if async_save else None
+        self._stager = _background_stager() if async_save else None
 
     def latest_step(self) -> int | None:
         steps = complete_steps(self.root)
@@ -89,12 +101,23 @@ class Checkpointer:
         self.wait()  # at most one save in flight
         target = self.root / step_dir_name(step)
         if self.async_save:
-            future = dcp.async_save(state, checkpoint_id=str(target), process_group=self._async_group)
-            self._pending = (step, future)
+            response = dcp.async_save(state, checkpoint_id=str(target), process_group=self._async_group,
+                                      async_stager=self._stager)
+            self._staging, self._pending = response.staging_completion, (step, response.upload_completion)
         else:
             dcp.save(state, checkpoint_id=str(target))
             self._finalize(step)
         return time.perf_counter() - started
+
+    def wait_for_staging(self) -> None:
+        """Call before the optimizer changes the weights: the staged copy must be taken first.
+
+        Forward and backward of the next step overlap with staging; only the update waits."""
+        if self._staging is not None:
+            started = time.perf_counter()
+            self._staging.result()
+            self._staging = None
+            self.staging_wait_seconds += time.perf_counter() - started
 
     def poll(self) -> None:
         """Mark a finished background save complete without waiting for one still running."""
@@ -106,8 +129,14 @@ class Checkpointer:
             return
         step, future = self._pending
         self._pending = None
+        self.wait_for_staging()
         future.result()
         self._finalize(step)
+
+    def close(self) -> None:
+        self.wait()
+        if self._stager is not None:
+            self._stager.close()
 
     def _finalize(self, step: int) -> None:
         # On rank 0, DCP returns only after gathering every rank's write results and writing the metadata.

@@ -22,7 +22,7 @@ test-fsdp: $(FSDP_VENV)/.installed
 	$(FSDP_PY) -m pytest tests/fsdp -q
 
 test-fsdp-slow: $(FSDP_VENV)/.installed
-	$(FSDP_PY) -m pytest tests/fsdp -q --run-slow
+	$(FSDP_PY) -m pytest tests/fsdp -q -m slow
 
 # A tiny Llama fine-tuned on generated text-to-SQL by 2 CPU processes: progress bar, MaxText-style step
 # lines every 10 steps, evaluation, checkpoints and the final export under $(FSDP_LOCAL)/run.

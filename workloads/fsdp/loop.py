@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -66,6 +67,7 @@ class Trainer:
     max_grad_norm: float
     seed: int
     progress: Progress = field(default_factory=Progress)
+    before_optimizer_step: Callable[[], None] = lambda: None  # e.g. wait for an async checkpoint's staging
 
     def checkpoint_state(self) -> dict:
         return {"app": ModelAndOptimizer(self.model, self.optimizer), "scheduler": SchedulerState(self.scheduler),
@@ -88,6 +90,7 @@ class Trainer:
             lengths += batch.sample_lengths
         grad_norm = self._clip_gradients()
         learning_rate = self.optimizer.param_groups[0]["lr"]
+        self.before_optimizer_step()
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -140,6 +143,7 @@ class Schedule:
 
 
 def run(trainer: Trainer, schedule: Schedule, checkpointer: Checkpointer, logger: MetricsLogger) -> None:
+    trainer.before_optimizer_step = checkpointer.wait_for_staging
     while trainer.progress.step < schedule.total_steps:
         record = trainer.train_step()
         logger.step(record)
@@ -154,4 +158,4 @@ def run(trainer: Trainer, schedule: Schedule, checkpointer: Checkpointer, logger
             started = time.perf_counter()
             loss, tokens = trainer.evaluate(schedule.eval_max_batches)
             logger.eval(step, loss, tokens, time.perf_counter() - started)
-    checkpointer.wait()
+    checkpointer.close()
