@@ -4,10 +4,11 @@ PYTHON ?= $(shell command -v python3.12 2>/dev/null || echo python3)
 VENV := .venv
 STACK ?= dev
 
-# Each workload's .mk appends its own test target here.
-TEST_TARGETS := test-infra
+# Each workload's .mk appends its own test target here; test-infra runs last, once the trainers' venvs exist
+# (tests/infra/test_k8s_runtime.py runs the rendered commands in them).
+TEST_TARGETS :=
 
-.PHONY: preflight test test-infra lint schemas
+.PHONY: preflight test test-infra lint schemas train-local
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
@@ -39,3 +40,7 @@ test-infra: $(VENV)/.dev
 -include workloads/maxtext/maxtext.mk
 
 test: $(TEST_TARGETS)
+	$(MAKE) test-infra
+
+# Both trainers at tiny scale on this CPU, with visible progress (see README: Trainers).
+train-local: train-local-fsdp train-local-maxtext
