@@ -3,7 +3,7 @@
 Every field has a flag (``--max-seq-length``) and an environment variable (``MAX_SEQ_LENGTH``); the
 environment names are the seed ``fsdp.py``'s, so its Helm values keep working. A flag wins over the
 environment, which wins over the default. Bad values raise ``ConfigError`` naming flag, variable,
-value and what is allowed.
+value and what is allowed. Standard library only: the Pulumi venv imports this module to check job flags.
 """
 
 from __future__ import annotations

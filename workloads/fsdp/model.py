@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 from workloads.fsdp.config import ConfigError, TrainConfig
-from workloads.fsdp.distributed import DistInfo, main_process_first
+from workloads.fsdp.distributed import DistInfo
 from workloads.fsdp.lora import apply_lora
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
@@ -29,28 +31,36 @@ def choose_attn_implementation(requested: str, device: torch.device) -> str:
     return requested
 
 
-def _ensure_downloaded(config: TrainConfig, info: DistInfo) -> None:
-    """One download per node (local rank 0 first) instead of eight processes racing on the HF cache."""
-    if os.path.isdir(config.model_id):
-        return
-    from huggingface_hub import snapshot_download
-
-    with main_process_first(info):
-        if info.local_rank == 0:
-            snapshot_download(config.model_id, token=os.environ.get("HF_TOKEN"),
-                              allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
-
-
 def load_model(config: TrainConfig, info: DistInfo) -> nn.Module:
-    from transformers import AutoModelForCausalLM
+    """Rank 0 loads the pretrained weights; the others build the same model on the meta device (no memory).
 
-    _ensure_downloaded(config, info)
+    After sharding, rank 0 broadcasts (``broadcast_weights``): one copy of a 70B model in host memory per job,
+    not one per GPU."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     attn = choose_attn_implementation(config.attn_implementation, info.device)
-    model = AutoModelForCausalLM.from_pretrained(
-        config.model_id, dtype=DTYPES[config.param_dtype], attn_implementation=attn,
-        token=os.environ.get("HF_TOKEN"))
+    dtype, token = DTYPES[config.param_dtype], os.environ.get("HF_TOKEN")
+    if info.is_main:
+        model = AutoModelForCausalLM.from_pretrained(config.model_id, dtype=dtype, attn_implementation=attn,
+                                                     token=token)
+    else:
+        hf_config = AutoConfig.from_pretrained(config.model_id, token=token)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype, attn_implementation=attn)
     model.config.use_cache = False
     return model
+
+
+def broadcast_weights(model: nn.Module, rank0_state: dict[str, torch.Tensor], info: DistInfo) -> None:
+    """Fill every rank's shards from rank 0's full weights; buffers (e.g. RoPE tables) are copied whole."""
+    if info.world_size == 1:
+        return
+    if not info.is_main:
+        model.to_empty(device=info.device)
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    set_model_state_dict(model, rank0_state if info.is_main else {}, options=options)
+    for buffer in model.buffers():
+        dist.broadcast(buffer, src=0)
 
 
 def decoder_layers(model: nn.Module) -> list[nn.Module]:
@@ -83,7 +93,10 @@ def build_model(config: TrainConfig, info: DistInfo) -> nn.Module:
     torch.manual_seed(config.seed)
     model = load_model(config, info)
     if config.peft:
-        model = apply_lora(model, config)
+        model = apply_lora(model, config)  # rank 0's fresh adapters are broadcast with the weights
+    rank0_state = model.state_dict() if info.is_main else {}
     if config.compile:
         compile_layers(model, config.compile_backend)
-    return shard_model(model, config, info)
+    model = shard_model(model, config, info)
+    broadcast_weights(model, rank0_state, info)
+    return model
