@@ -29,6 +29,10 @@ def main() -> None:
         say(f"{mode}: {len(planner.samples)} samples, mean {sum(planner.lengths) / len(planner.lengths):.1f} tokens, "
             f"{len(rows)} rows of 512, padding {padding_fraction(rows, planner.lengths, 512):.1%}")
         job.trainer.train_step()  # warm-up, not measured
+    fill = {mode: 1 - padding_fraction(job.trainer.train_batches.rows_for_epoch(0), job.trainer.train_batches.lengths,
+                                       512) for mode, job in jobs.items()}
+    say(f"row fill ratio packing / padding: {fill['packing'] / fill['padding']:.2f}x (the ceiling when a row costs "
+        f"the same either way)")
     totals = {mode: [0, 0.0] for mode in jobs}
     for _ in range(args.blocks):
         for mode, job in jobs.items():
