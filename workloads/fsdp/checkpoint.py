@@ -92,8 +92,13 @@ class Checkpointer:
         self._stager = _background_stager() if async_save else None
 
     def latest_step(self) -> int | None:
-        steps = complete_steps(self.root)
-        return steps[-1] if steps else None
+        """The newest complete step as rank 0 sees it, shared with every rank: nodes with a stale view of a
+        FUSE-mounted bucket must not disagree about where to resume."""
+        steps = complete_steps(self.root) if self.is_main else []
+        choice = [steps[-1] if steps else None]
+        if dist.is_initialized():
+            dist.broadcast_object_list(choice, src=0)
+        return choice[0]
 
     def save(self, step: int, state: dict[str, Stateful]) -> float:
         """Start (async) or do (sync) a save; returns the seconds the training loop was blocked."""
