@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextvars
+import gc
 import runpy
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,13 +85,27 @@ def _run_program(
     return monitor, outputs
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The SDK allocates thousands of short-lived objects per resource; full collections over the heap that
+    pulumi_gcp's modules fill made planning superlinear in the resource count (benchmarks/preflight.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def plan_config(
     project: str, stack: str, main: Path, config: dict[str, str], secret_keys: list[str] | None = None
 ) -> Plan:
     """Plan the program at `main` with the given raw config (key -> engine text); program errors propagate."""
     secret_keys = secret_keys or []
     # A fresh context per plan: Pulumi keeps its settings, config and root stack in context variables.
-    monitor, outputs = contextvars.Context().run(_run_program, main, project, stack, config, secret_keys)
+    with _collector_paused():
+        monitor, outputs = contextvars.Context().run(_run_program, main, project, stack, config, secret_keys)
     shown_config = {key: SECRET_PLACEHOLDER if key in secret_keys else value for key, value in config.items()}
     # Registration order depends on asyncio scheduling; URN order keeps plans and their diffs stable.
     resources = sorted(monitor.registrations, key=lambda resource: resource.urn)
