@@ -83,3 +83,16 @@ def test_metrics_jsonl_gets_one_record_per_step_and_eval(tmp_path, capsys):
     assert [r["kind"] for r in records] == ["train", "eval"]
     assert records[0]["tokens_per_device"] == 100 and records[0]["mfu"] is None
     assert "eval at step: 1, loss: 1.5000" in capsys.readouterr().out
+
+
+def test_summary_leaves_out_the_first_step(tmp_path, capsys):
+    path = tmp_path / "metrics.jsonl"
+    logger = MetricsLogger(True, total_steps=3, start_step=0, peak=None, jsonl_path=str(path), progress="off",
+                           log_every=10)
+    for step, seconds in ((1, 30.0), (2, 1.0), (3, 1.0)):  # step 1 pays compilation
+        logger.step(StepRecord(step, seconds, 2.0, 1000, 2e12, 2, 1e-3, 1.0))
+    logger.summary()
+    summary = [json.loads(line) for line in path.read_text().splitlines()][-1]
+    assert summary["kind"] == "summary" and (summary["first_step"], summary["last_step"]) == (2, 3)
+    assert summary["tokens_per_device"] == 500.0 and summary["tflops_per_device"] == 1.0
+    assert "summary of steps 2-3: seconds/step: 1.000" in capsys.readouterr().out

@@ -79,7 +79,24 @@ class Trainer:
         # Reseeded per step (not carried in the checkpoint), so dropout replays identically after a resume.
         torch.manual_seed(self.seed * 1_000_003 + self.progress.step * 1009 + dist.get_rank())
         micro_batches, global_targets = self.train_batches.step_batches(self.progress.data, self.accumulation)
-        # Sum of token losses / global token count, times world size because FSDP averages gradients over ranks.
+        loss_sum, lengths = self._accumulate_gradients(micro_batches, global_targets)
+        grad_norm = self._clip_gradients()
+        learning_rate = self.optimizer.param_groups[0]["lr"]
+        self.before_optimizer_step()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        totals = torch.tensor([loss_sum, self.flop_model.training_flops(lengths), sum(lengths)], dtype=torch.float64)
+        dist.all_reduce(totals)
+        self.progress.step += 1
+        self.train_batches.advance(self.progress.data, self.accumulation)
+        return StepRecord(step=self.progress.step, seconds=time.perf_counter() - started,
+                          loss=totals[0].item() / max(global_targets, 1), useful_tokens=int(totals[2]),
+                          flops=totals[1].item(), world_size=self.world_size, lr=learning_rate, grad_norm=grad_norm)
+
+    def _accumulate_gradients(self, micro_batches: list[MicroBatch], global_targets: int) -> tuple[float, list[int]]:
+        """Backward every micro-batch; returns this rank's summed token loss and its samples' lengths."""
+        # Sum of token losses / the step's global token count, times world size as FSDP averages over ranks.
         scale = self.world_size / max(global_targets, 1)
         loss_sum = torch.zeros((), device=self.device)
         lengths: list[int] = []
@@ -88,21 +105,7 @@ class Trainer:
             (batch_loss * scale).backward()
             loss_sum += batch_loss.detach()
             lengths += batch.sample_lengths
-        grad_norm = self._clip_gradients()
-        learning_rate = self.optimizer.param_groups[0]["lr"]
-        self.before_optimizer_step()
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        totals = torch.tensor([loss_sum.item(), len(lengths), self.flop_model.training_flops(lengths),
-                               sum(lengths)], dtype=torch.float64)
-        dist.all_reduce(totals)
-        self.progress.step += 1
-        self.train_batches.advance(self.progress.data, self.accumulation)
-        return StepRecord(step=self.progress.step, seconds=time.perf_counter() - started,
-                          loss=totals[0].item() / max(global_targets, 1), useful_tokens=int(totals[3]),
-                          flops=totals[2].item(), world_size=self.world_size,
-                          lr=learning_rate, grad_norm=grad_norm)
+        return loss_sum.item(), lengths
 
     def _clip_gradients(self) -> float | None:
         if not self.max_grad_norm:

@@ -104,6 +104,7 @@ class MetricsLogger:
             self.jsonl.parent.mkdir(parents=True, exist_ok=True)
         show_bar = progress == "on" or (progress == "auto" and sys.stdout.isatty())
         self.bar = None
+        self.records: list[StepRecord] = []
         if is_main and show_bar:
             from tqdm import tqdm
 
@@ -125,6 +126,7 @@ class MetricsLogger:
     def step(self, record: StepRecord) -> None:
         if not self.is_main:
             return
+        self.records.append(record)
         if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix(loss=f"{record.loss:.3f}", tok_s=f"{record.tokens_per_device():.0f}")
@@ -147,6 +149,22 @@ class MetricsLogger:
 
     def event(self, kind: str, **fields) -> None:
         self._append({"kind": kind, **fields})
+
+    def summary(self) -> None:
+        """Throughput over the run without its first step (which pays compilation and warm-up)."""
+        steady = self.records[1:]
+        if not steady:
+            return
+        seconds = sum(record.seconds for record in steady)
+        world = steady[0].world_size
+        flops = sum(record.flops for record in steady) / world / seconds
+        tokens = sum(record.useful_tokens for record in steady) / world / seconds
+        mfu = "n/a" if not self.peak else f"{flops / self.peak:.2%}"
+        self.say(f"summary of steps {steady[0].step}-{steady[-1].step}: seconds/step: {seconds / len(steady):.3f}, "
+                 f"TFLOP/s/device: {flops / 1e12:.3f}, Tokens/s/device: {tokens:.3f}, MFU: {mfu}")
+        self._append({"kind": "summary", "first_step": steady[0].step, "last_step": steady[-1].step,
+                      "seconds_per_step": seconds / len(steady), "tflops_per_device": flops / 1e12,
+                      "tokens_per_device": tokens})
 
     def close(self) -> None:
         if self.bar is not None:

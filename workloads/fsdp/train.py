@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                            "flops_model": vars(job.trainer.flop_model)}))
     run(job.trainer, job.schedule, job.checkpointer, logger)
     export_final(job)
+    logger.summary()
     logger.say(f"training finished at step: {job.trainer.progress.step}")
     logger.close()
     shutdown()
