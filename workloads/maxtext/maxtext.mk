@@ -10,7 +10,7 @@ MAXTEXT_SEED_8B_FACTS := --accelerator-type TPU-V6E --topology 4x4 --slices 2 --
 MAXTEXT_SEED_8B_ARGS := model_name=llama3-8b dataset_type=synthetic steps=100 per_device_batch_size=4 \
 	max_target_length=4096 ici_fsdp_parallelism=4 ici_tensor_parallelism=4
 
-.PHONY: test-maxtext train-local-maxtext fit-check
+.PHONY: test-maxtext train-local-maxtext fit-check fit-check-seed
 
 $(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else "maxtext 0.2.5 needs Python 3.12 (set PYTHON=python3.12)")'
@@ -29,8 +29,16 @@ test-maxtext: $(MAXTEXT_VENV)/.installed
 train-local-maxtext: $(MAXTEXT_VENV)/.installed
 	$(MAXTEXT_PY) -m workloads.maxtext.local --workers 2 --steps 20
 
-# Compiles the seed's 8B job for 2 x v6e-16 on this CPU (about 3 minutes, several GB of RAM).
-fit-check: $(MAXTEXT_VENV)/.installed
+# Compiles every enabled MaxText job of a stack for its TPU slices on this CPU, one at a time, and refuses a job
+# that does not fit HBM (`make fit-check STACK=dev`: the 8B seed job, about 3 minutes and 2 GB of RAM).
+FIT_PLAN := .cache/plan-$(STACK).json
+fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
+	@mkdir -p .cache && rm -f $(FIT_PLAN)
+	$(VENV)/bin/python -m preflight --stack $(STACK) --json $(FIT_PLAN) > /dev/null || test -f $(FIT_PLAN)
+	$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN)
+
+# The seed's 8B job for 2 x v6e-16, stated by hand (no stack needed).
+fit-check-seed: $(MAXTEXT_VENV)/.installed
 	$(MAXTEXT_PY) -m workloads.maxtext.fit $(MAXTEXT_SEED_8B_FACTS) --name seed-llama3-8b \
 		-- $(MAXTEXT_SEED_8B_ARGS)
 
