@@ -45,7 +45,7 @@ def bench_config(out_dir: Path, shape: TinyModelShape = BENCH_SHAPE, **overrides
     model_dir, dataset_dir = bench_assets(shape)
     flags = {"model_id": model_dir, "dataset_id": dataset_dir, "output_dir": out_dir, "max_seq_length": 512,
              "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "compile": "false",
-             "mixed_precision": "fp32", "max_steps": 1000, "warmup_ratio": 0, "progress": "off",
+             "mixed_precision": "fp32", "param_dtype": "fp32", "max_steps": 1000, "warmup_ratio": 0, "progress": "off",
              "dist_timeout_s": 600, "checkpoint_epochs": 0}
     flags.update(overrides)
     return parse_config([f"--{key.replace('_', '-')}={value}" for key, value in flags.items()], environ={})

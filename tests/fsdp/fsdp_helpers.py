@@ -33,7 +33,7 @@ def tiny_args(fixture: TinyFixture, output_dir: Path, **overrides) -> list[str]:
     flags = {
         "model_id": fixture.model_dir, "dataset_id": fixture.dataset_dir, "output_dir": output_dir,
         "max_seq_length": 512, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
-        "learning_rate": 3e-3, "warmup_ratio": 0, "compile": "false", "mixed_precision": "fp32",
+        "learning_rate": 3e-3, "warmup_ratio": 0, "compile": "false", "mixed_precision": "fp32", "param_dtype": "fp32",
         "dist_timeout_s": 60, "progress": "off", "metrics_jsonl": output_dir / "metrics.jsonl",
         "checkpoint_epochs": 0,
     }

@@ -28,6 +28,7 @@ def test_defaults_are_the_seeds():
                                                                                                        0.03, 512)
     assert (config.peft, config.peft_r, config.peft_alpha, config.peft_dropout) == (False, 16, 16, 0.05)
     assert config.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"] and config.checkpoint_epochs == 12
+    assert (config.param_dtype, config.mixed_precision, config.activation_checkpointing) == ("bf16", "bf16", False)
 
 
 def test_the_seeds_environment_variables_are_read():

@@ -91,3 +91,14 @@ def test_two_process_checkpoint_resumes_in_one_process(tiny, reference: Path, tm
     expected = _model_tensors(load_checkpoint(reference / "checkpoints" / step_dir_name(STEPS), tmp_path))
     for key in expected:
         torch.testing.assert_close(final[key], expected[key], rtol=1e-3, atol=1e-5)
+
+
+def test_activation_checkpointing_changes_memory_not_the_maths(tiny, reference: Path, tmp_path: Path):
+    out = tmp_path / "recompute"
+    run = run_torchrun(2, tiny_args(tiny, out, max_steps=STEPS, activation_checkpointing="true"),
+                       tmp_path / "recompute.txt")
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.header()["activation_checkpointing"] is True
+    expected = [record["loss"] for record in read_jsonl(reference / "metrics.jsonl", "train")]
+    losses = [record["loss"] for record in read_jsonl(out / "metrics.jsonl", "train")]
+    assert losses == pytest.approx(expected, abs=1e-5)

@@ -32,7 +32,7 @@ train-local-fsdp: $(FSDP_VENV)/.installed
 	$(FSDP_ENV) $(FSDP_VENV)/bin/torchrun --standalone --nproc_per_node=2 -m workloads.fsdp.train \
 		--model-id $(FSDP_LOCAL)/tiny/model --dataset-id $(FSDP_LOCAL)/tiny/dataset --output-dir $(FSDP_LOCAL)/run \
 		--max-steps 60 --per-device-train-batch-size 2 --gradient-accumulation-steps 2 --learning-rate 3e-3 \
-		--warmup-ratio 0.05 --compile false --mixed-precision fp32 --checkpoint-steps 20 --eval-steps 20 \
+		--warmup-ratio 0.05 --compile false --mixed-precision fp32 --param-dtype fp32 --checkpoint-steps 20 --eval-steps 20 \
 		--log-every 10 --metrics-jsonl $(FSDP_LOCAL)/run/metrics.jsonl --dist-timeout-s 120
 
 TEST_TARGETS += test-fsdp

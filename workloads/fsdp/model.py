@@ -95,6 +95,9 @@ def build_model(config: TrainConfig, info: DistInfo) -> nn.Module:
     if config.peft:
         model = apply_lora(model, config)  # rank 0's fresh adapters are broadcast with the weights
     rank0_state = model.state_dict() if info.is_main else {}
+    if config.activation_checkpointing:
+        # Non-reentrant checkpointing re-runs each layer's forward (and FSDP2's all-gather hook) in backward.
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if config.compile:
         compile_layers(model, config.compile_backend)
     model = shard_model(model, config, info)

@@ -47,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logger = make_logger(job)
     model = job.trainer.model
     logger.say(json.dumps({"config": config.describe(), "world_size": info.world_size, "device": str(info.device),
-                           "attn": model.config._attn_implementation, "steps": job.schedule.total_steps,
+                           "attn": model.config._attn_implementation,
+                           "activation_checkpointing": model.is_activation_checkpointing, "steps": job.schedule.total_steps,
                            "steps_per_epoch": job.schedule.steps_per_epoch, "resumed_from_step": resumed_from,
                            "flops_model": vars(job.trainer.flop_model)}))
     run(job.trainer, job.schedule, job.checkpointer, logger)
