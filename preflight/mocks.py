@@ -6,8 +6,9 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.settings import get_project, get_stack
 
 MOCK_PROJECT_NUMBER = "123456789012"
@@ -25,17 +26,21 @@ class CloudMocks(mocks.Mocks):
     """Echo every input back as output (so dependent inputs resolve) and fill what the cloud computes."""
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        state = dict(args.inputs)
-        name = state.get("name") or args.name
-        state.setdefault("name", name)
-        state.setdefault("selfLink", f"https://mock.invalid/{args.typ}/{name}")
-        if args.typ == "gcp:container/cluster:Cluster":
-            state["endpoint"] = MOCK_ENDPOINT
+        resource_id, computed = self.computed(args.typ, args.name, args.inputs)
+        return resource_id, {**args.inputs, **computed}
+
+    def computed(self, type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The resource's id and the outputs the cloud would add to (or fill in) its inputs."""
+        physical_name = inputs.get("name") or name
+        outputs: dict[str, Any] = {"name": physical_name}
+        outputs["selfLink"] = inputs.get("selfLink", f"https://mock.invalid/{type_}/{physical_name}")
+        if type_ == "gcp:container/cluster:Cluster":
+            outputs["endpoint"] = MOCK_ENDPOINT
             ca = base64.b64encode(b"mock cluster CA").decode()
-            state["masterAuth"] = {**state.get("masterAuth", {}), "clusterCaCertificate": ca}
-        if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
-            state["metadata"] = {"name": args.name, **state["metadata"]}
-        return f"{name}-id", state
+            outputs["masterAuth"] = {**inputs.get("masterAuth", {}), "clusterCaCertificate": ca}
+        if type_.startswith("kubernetes:") and isinstance(inputs.get("metadata"), dict):
+            outputs["metadata"] = {"name": name, **inputs["metadata"]}
+        return f"{physical_name}-id", outputs
 
     def call(self, args: mocks.MockCallArgs) -> dict[str, Any]:
         if args.token == "gcp:organizations/getProject:getProject":
@@ -74,7 +79,9 @@ class RecordingMonitor(mocks.MockMonitor):
 
     registrations: list[Registration]
 
-    def __init__(self, mocks_impl: mocks.Mocks):
+    mocks: CloudMocks
+
+    def __init__(self, mocks_impl: CloudMocks):
         super().__init__(mocks_impl)
         self.registrations = []
 
@@ -87,21 +94,29 @@ class RecordingMonitor(mocks.MockMonitor):
         return f"urn:pulumi:{get_stack()}::{get_project()}::{qualified}::{name}"
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            self.registrations.append(
-                Registration(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    parent=request.parent or None,
-                    custom=bool(request.custom),
-                    provider=_provider_urn(request.provider, request.type, request.custom),
-                    dependencies=list(request.dependencies),
-                    inputs=engine_value(json_format.MessageToDict(request.object)),
-                )
+        """Echo the wire inputs back as outputs, plus what the cloud computes. Working on the protobuf directly
+        skips the SDK mock's deserialize/serialize round trip, most of the per-resource cost of a plan."""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        wire_inputs = json_format.MessageToDict(request.object)
+        resource_id, computed = self.mocks.computed(request.type, request.name, wire_inputs)
+        state = struct_pb2.Struct()
+        state.CopyFrom(request.object)
+        state.update(computed)
+        self.registrations.append(
+            Registration(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent or None,
+                custom=bool(request.custom),
+                provider=_provider_urn(request.provider, request.type, request.custom),
+                dependencies=sorted(request.dependencies),
+                inputs=engine_value(wire_inputs),
             )
-        return response
+        )
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)
 
 
 def _provider_urn(reference: str, type_: str, custom: bool) -> str | None:
