@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 from collections.abc import Iterator
@@ -57,7 +58,12 @@ def init_distributed(timeout_s: int) -> DistInfo:
 
 
 def shutdown() -> None:
+    """Every rank past its last collective, then the groups torn down while the interpreter is fully alive:
+    gloo work still referencing tensors at interpreter exit aborts the process (seen once here under load as
+    "terminate called without an active exception" after a finished run; pytorch/pytorch PR #179291)."""
     if dist.is_initialized():
+        dist.barrier()
+        gc.collect()
         dist.destroy_process_group()
 
 
