@@ -70,6 +70,9 @@ def compile_topology_name(accelerator_type: str, topology: str) -> str:
 
 def compile_train_step(maxtext_argv: Sequence[str]) -> HbmNeed:
     """Compile the train step MaxText would run for `maxtext_argv` (which must name compile_topology)."""
+    # No TPU is attached, so several processes may compile at once; libtpu's lockfile would refuse the second
+    # one ("Internal error when accessing libtpu multi-process lockfile") for as long as the first is alive.
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     import jax
     from flax.core.spmd import logical_axis_rules
     from maxtext.configs import pyconfig
