@@ -104,7 +104,7 @@ class TpuSliceConfig(_Model):
 
 class GpuPoolConfig(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
-    machine_type: str = "a4-highgpu-8g"
+    machine_type: str = topology.A4_MACHINE_TYPE
     min_nodes: int = Field(0, ge=0)
     max_nodes: int = Field(ge=1)
     capacity: GpuCapacity = "dwsQueued"

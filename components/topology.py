@@ -148,9 +148,11 @@ class GpuMachine:
         return self.gvnic_network_names + self.rdma_network_names
 
 
+A4_MACHINE_TYPE = "a4-highgpu-8g"
+
 GPU_MACHINES: dict[str, GpuMachine] = {
-    "a4-highgpu-8g": GpuMachine(
-        machine_type="a4-highgpu-8g",
+    A4_MACHINE_TYPE: GpuMachine(
+        machine_type=A4_MACHINE_TYPE,
         accelerator="nvidia-b200",
         gpus_per_vm=8,
         rdma_nics=8,

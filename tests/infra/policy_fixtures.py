@@ -99,15 +99,16 @@ def _node_config(machine_type: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _node_pool(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A node pool of the dev cluster in the dev zone, with the given further inputs."""
+    base = {"name": name, "cluster": "trainyard-dev", "location": ZONE, "nodeLocations": [ZONE]}
+    return resource("gcp:container/nodePool:NodePool", name, {**base, **inputs})
+
+
 def system_pool() -> dict[str, Any]:
-    return resource(
-        "gcp:container/nodePool:NodePool",
+    return _node_pool(
         "system",
         {
-            "name": "system",
-            "cluster": "trainyard-dev",
-            "location": ZONE,
-            "nodeLocations": [ZONE],
             "autoscaling": {"totalMinNodeCount": 3.0, "totalMaxNodeCount": 5.0},
             "management": {"autoRepair": True, "autoUpgrade": True},
             "nodeConfig": _node_config("e2-standard-8"),
@@ -117,14 +118,9 @@ def system_pool() -> dict[str, Any]:
 
 def tpu_slice_pool(name: str = "v6e-16-0", topology: str = "4x4", vms: float = 4.0) -> dict[str, Any]:
     """An on-demand multi-host v6e slice: fixed size, COMPACT placement."""
-    return resource(
-        "gcp:container/nodePool:NodePool",
+    return _node_pool(
         name,
         {
-            "name": name,
-            "cluster": "trainyard-dev",
-            "location": ZONE,
-            "nodeLocations": [ZONE],
             "nodeCount": vms,
             "placementPolicy": {"type": "COMPACT", "tpuTopology": topology},
             "management": {"autoRepair": True, "autoUpgrade": True},
@@ -135,14 +131,9 @@ def tpu_slice_pool(name: str = "v6e-16-0", topology: str = "4x4", vms: float = 4
 
 def flex_tpu_slice_pool(name: str = "v6e-16-flex") -> dict[str, Any]:
     """A flex-start v6e-16 slice: autoscaled 0..4, no reservation, repair/upgrade off."""
-    return resource(
-        "gcp:container/nodePool:NodePool",
+    return _node_pool(
         name,
         {
-            "name": name,
-            "cluster": "trainyard-dev",
-            "location": ZONE,
-            "nodeLocations": [ZONE],
             "initialNodeCount": 0.0,
             "autoscaling": {"minNodeCount": 0.0, "maxNodeCount": 4.0},
             "placementPolicy": {"type": "COMPACT", "tpuTopology": "4x4"},
@@ -156,14 +147,9 @@ def flex_tpu_slice_pool(name: str = "v6e-16-flex") -> dict[str, Any]:
 
 def dws_gpu_pool(name: str = "gpu-nodepool-dws", max_nodes: float = 10.0) -> dict[str, Any]:
     """The A4 seed's pool: flex-start with queued provisioning, 0..max nodes."""
-    return resource(
-        "gcp:container/nodePool:NodePool",
+    return _node_pool(
         name,
         {
-            "name": name,
-            "cluster": "trainyard-dev",
-            "location": ZONE,
-            "nodeLocations": [ZONE],
             "initialNodeCount": 0.0,
             "autoscaling": {"totalMinNodeCount": 0.0, "totalMaxNodeCount": max_nodes, "locationPolicy": "ANY"},
             "queuedProvisioning": {"enabled": True},
