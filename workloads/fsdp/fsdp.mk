@@ -10,11 +10,11 @@ FSDP_ENV := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 OMP_NUM_THREADS=1 HF_HUB_OFFLIN
 
 .PHONY: test-fsdp test-fsdp-slow train-local-fsdp
 
-$(FSDP_VENV)/.installed: workloads/fsdp/requirements.txt
+$(FSDP_VENV)/.installed: workloads/fsdp/requirements.txt workloads/fsdp/requirements-local.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else "the FSDP trainer venv needs Python 3.12 (set PYTHON=python3.12)")'
 	$(PYTHON) -m venv $(FSDP_VENV)
 	$(FSDP_VENV)/bin/pip install --quiet --upgrade pip
-	$(FSDP_VENV)/bin/pip install --quiet -r workloads/fsdp/requirements.txt pytest==9.2.0
+	$(FSDP_VENV)/bin/pip install --quiet -r workloads/fsdp/requirements-local.txt pytest==9.2.0
 	touch $@
 
 # About 3-4 minutes on 2 cores: unit tests plus five short torchrun runs (2 processes, gloo).

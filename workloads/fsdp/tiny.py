@@ -8,18 +8,19 @@ for hub ids, by local path. ``python -m workloads.fsdp.tiny --out DIR`` writes `
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workloads.fsdp.data import SYSTEM_PROMPT
+from workloads.fsdp.data import to_messages
+from workloads.fsdp.llama3_vocab import corpus_tokenizer
 from workloads.fsdp.sample_data import generate_samples, write_jsonl_dataset
 
-SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                  "<|eot_id|>", "<|pad|>"]
+# Llama 3.1's layout, including the knowledge-date lines its template puts into the system turn, so a sample
+# here is as long (in turns and headers) as the seed's Llama 3.1 sample.
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
-    "{{ message['content'] }}<|eot_id|>{% endfor %}"
+    "{% if message['role'] == 'system' %}Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n{% endif %}"
+    "{{ message['content'] | trim }}<|eot_id|>{% endfor %}"
 )
 
 
@@ -30,31 +31,11 @@ class TinyModelShape:
     num_hidden_layers: int = 2
     num_attention_heads: int = 4
     num_key_value_heads: int = 2
-    vocab_size: int = 2048
 
 
-def _training_texts(samples: Iterable[dict[str, str]]) -> Iterable[str]:
-    for sample in samples:
-        yield SYSTEM_PROMPT.format(schema=sample["sql_context"])
-        yield sample["sql_prompt"]
-        yield sample["sql"]
-
-
-def train_tokenizer(samples: list[dict[str, str]], vocab_size: int):
-    """A byte-level BPE trained in-process: no download, any text encodes."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(_training_texts(samples), trainer=trainer)
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<|begin_of_text|>",
-                                      eos_token="<|end_of_text|>", pad_token="<|pad|>")
-    wrapped.chat_template = CHAT_TEMPLATE
-    return wrapped
+def build_tokenizer(samples: list[dict[str, str]]):
+    """Llama 3's tokenizer, restricted to what these samples need: their exact Llama 3 lengths, no download."""
+    return corpus_tokenizer([to_messages(sample) for sample in samples], CHAT_TEMPLATE)
 
 
 def build_tiny_model(tokenizer, shape: TinyModelShape, seed: int = 0):
@@ -77,7 +58,7 @@ def build_tiny_fixture(out_dir: str | Path, num_samples: int = 600, shape: TinyM
     out_dir = Path(out_dir)
     model_dir, dataset_dir = out_dir / "model", out_dir / "dataset"
     write_jsonl_dataset(dataset_dir, num_samples, seed)
-    tokenizer = train_tokenizer(generate_samples(num_samples, seed), shape.vocab_size)
+    tokenizer = build_tokenizer(generate_samples(num_samples, seed))
     model = build_tiny_model(tokenizer, shape, seed)
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
