@@ -21,7 +21,7 @@ from workloads.fsdp.checkpoint import Checkpointer
 from workloads.fsdp.tiny import TinyModelShape
 
 SHAPE = TinyModelShape(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
-                       num_key_value_heads=4, vocab_size=2048)
+                       num_key_value_heads=4)
 
 
 def main() -> None:

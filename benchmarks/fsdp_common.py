@@ -7,6 +7,7 @@ Run the scripts from the repository root with the FSDP venv, e.g.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import sys
@@ -30,12 +31,20 @@ from workloads.fsdp.tiny import TinyModelShape, build_tiny_fixture
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "fsdp-bench"
+FSDP_DIR = Path(__file__).resolve().parents[1] / "workloads" / "fsdp"
 BENCH_SHAPE = TinyModelShape(hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=4,
-                             num_key_value_heads=2, vocab_size=2048)
+                             num_key_value_heads=2)
+
+
+def _fixture_fingerprint() -> str:
+    """Changes whenever the code that generates the model, tokenizer or data does, so a stale cache is rebuilt."""
+    sources = ("tiny.py", "sample_data.py", "llama3_vocab.py", "data.py")
+    digest = hashlib.sha256(b"".join((FSDP_DIR / name).read_bytes() for name in sources))
+    return digest.hexdigest()[:10]
 
 
 def bench_assets(shape: TinyModelShape = BENCH_SHAPE, samples: int = 1200) -> tuple[Path, Path]:
-    root = CACHE / f"h{shape.hidden_size}-l{shape.num_hidden_layers}-n{samples}"
+    root = CACHE / f"h{shape.hidden_size}-l{shape.num_hidden_layers}-n{samples}-{_fixture_fingerprint()}"
     if not (root / "model" / "config.json").exists():
         build_tiny_fixture(root, num_samples=samples, shape=shape)
     return root / "model", root / "dataset"

@@ -21,7 +21,7 @@ from workloads.fsdp.batching import BatchPlanner
 
 def full_rows_planner(job, count: int = 64) -> BatchPlanner:
     rng = random.Random(0)
-    samples = [[rng.randrange(10, 2000) for _ in range(512)] for _ in range(count)]
+    samples = [[rng.randrange(len(job.tokenizer)) for _ in range(512)] for _ in range(count)]
     planner = job.trainer.train_batches
     return BatchPlanner(samples, 512, planner.rows_per_device, planner.world_size, planner.rank, 0, True, 0)
 
