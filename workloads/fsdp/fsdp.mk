@@ -26,8 +26,12 @@ test-fsdp-slow: $(FSDP_VENV)/.installed
 
 # A tiny Llama fine-tuned on generated text-to-SQL by 2 CPU processes: progress bar, MaxText-style step
 # lines every 10 steps, evaluation, checkpoints and the final export under $(FSDP_LOCAL)/run.
-train-local-fsdp: $(FSDP_VENV)/.installed
-	@test -f $(FSDP_LOCAL)/tiny/model/config.json || $(FSDP_PY) -m workloads.fsdp.tiny --out $(FSDP_LOCAL)/tiny --samples 1200
+# Rebuilt when the code that generates it changes.
+$(FSDP_LOCAL)/tiny/model/config.json: $(FSDP_VENV)/.installed workloads/fsdp/tiny.py workloads/fsdp/sample_data.py workloads/fsdp/llama3_vocab.py
+	rm -rf $(FSDP_LOCAL)/tiny
+	$(FSDP_PY) -m workloads.fsdp.tiny --out $(FSDP_LOCAL)/tiny --samples 1200
+
+train-local-fsdp: $(FSDP_LOCAL)/tiny/model/config.json
 	rm -rf $(FSDP_LOCAL)/run
 	$(FSDP_ENV) $(FSDP_VENV)/bin/torchrun --standalone --nproc_per_node=2 -m workloads.fsdp.train \
 		--model-id $(FSDP_LOCAL)/tiny/model --dataset-id $(FSDP_LOCAL)/tiny/dataset --output-dir $(FSDP_LOCAL)/run \
