@@ -10,7 +10,6 @@ from workloads.fsdp.batching import (
     IGNORE_INDEX,
     BatchPlanner,
     DataPosition,
-    best_fit_decreasing,
     collate,
     padding_fraction,
     plan_epoch_rows,
@@ -38,11 +37,6 @@ def test_each_epoch_uses_every_sample_once_in_a_new_arrangement(lengths):
     for rows in epochs:
         assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
     assert epochs[0] != epochs[1]
-
-
-def test_best_fit_refuses_a_sample_longer_than_the_row():
-    with pytest.raises(ValueError, match="more than the row length 8"):
-        best_fit_decreasing([3, 9], 8, order=[0, 1])
 
 
 def test_collate_masks_sample_boundaries_and_padding():

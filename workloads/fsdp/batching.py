@@ -14,30 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
+from workloads.fsdp.packing import pack_rows
+
 IGNORE_INDEX = -100
-
-
-def best_fit_decreasing(lengths: Sequence[int], capacity: int, order: Sequence[int]) -> list[list[int]]:
-    """Bin-pack sample indices into rows of ``capacity`` tokens (BFD leaves a few % empty).
-
-    ``order`` breaks ties between equal lengths so each epoch packs different neighbours together.
-    """
-    rank_of = {index: position for position, index in enumerate(order)}
-    bins: list[list[int]] = []
-    bins_by_free_space: list[list[int]] = [[] for _ in range(capacity + 1)]  # free space -> bin ids
-    for index in sorted(order, key=lambda i: (-lengths[i], rank_of[i])):
-        need = lengths[index]
-        if need > capacity:
-            raise ValueError(f"sample {index} has {need} tokens, more than the row length {capacity}")
-        fit = next((free for free in range(need, capacity + 1) if bins_by_free_space[free]), None)
-        if fit is None:
-            bins.append([])
-            bin_id, fit = len(bins) - 1, capacity
-        else:
-            bin_id = bins_by_free_space[fit].pop()
-        bins[bin_id].append(index)
-        bins_by_free_space[fit - need].append(bin_id)
-    return bins
 
 
 def plan_epoch_rows(lengths: Sequence[int], max_len: int, packing: bool, seed: int, epoch: int) -> list[list[int]]:
@@ -46,7 +25,7 @@ def plan_epoch_rows(lengths: Sequence[int], max_len: int, packing: bool, seed: i
     rng.shuffle(order)
     if not packing:
         return [[index] for index in order]
-    rows = best_fit_decreasing(lengths, max_len, order)
+    rows = pack_rows(lengths, max_len, order)
     rng.shuffle(rows)
     return rows
 
@@ -157,7 +136,7 @@ class BatchPlanner:
 
     def eval_batches(self, max_batches: int) -> list[MicroBatch]:
         """Every held-out row once; a rank past the end gets an all-padding row so collectives stay matched."""
-        rows = plan_epoch_rows(self.lengths, self.max_len, self.packing, self.seed, epoch=0)
+        rows = self.rows_for_epoch(0)
         global_rows = self.rows_per_device * self.world_size
         count = -(-len(rows) // global_rows)
         if max_batches:
