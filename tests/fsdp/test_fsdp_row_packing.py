@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from transformers import AutoTokenizer
@@ -84,3 +88,12 @@ def test_order_decides_neighbours_not_the_shape_of_rows(text_to_sql_lengths):
 def test_a_sample_longer_than_the_row_is_refused():
     with pytest.raises(ValueError, match="sample 1 has 9 tokens, more than the row length 8"):
         pack_rows([3, 9], 8, order=[0, 1])
+
+
+def test_another_process_plans_the_same_rows(text_to_sql_lengths):
+    # Ranks plan independently, so the LP's answer must not depend on the process that solved it.
+    script = ("import json, sys; from workloads.fsdp.packing import pack_rows; lengths = json.load(sys.stdin); "
+              "print(json.dumps(pack_rows(lengths, 512, range(len(lengths)))))")
+    other = subprocess.run([sys.executable, "-c", script], input=json.dumps(text_to_sql_lengths), text=True,
+                           capture_output=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert json.loads(other.stdout) == pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths)))

@@ -8,7 +8,7 @@ Lengths are small integers with many repeats, so the rows are planned on the his
    the samples last;
 3. what is left is packed by minimum bin slack (MBS, Gupta & Ho, 1999).
 
-Measured on text-to-SQL lengths at 512 tokens (benchmarks/README.md): the LP's own lower bound, or one row
+Measured on text-to-SQL lengths at 512 tokens (benchmarks/README.md): the Martello-Toth lower bound or one row
 above it, where best-fit-decreasing used 2-3% more rows. When the arc-flow graph would be too large (long rows
 and many distinct lengths), MBS packs everything: with many samples per row it already leaves well under 1%.
 
