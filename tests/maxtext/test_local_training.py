@@ -51,6 +51,9 @@ def test_two_cpu_workers_train_and_the_loss_falls(repo_root, tmp_path):
     assert first == second, "one SPMD program: both processes see the same global loss"
     checkpoints = tmp_path / "tiny" / "checkpoints"
     assert {int(path.name) for path in checkpoints.iterdir()} >= {0, CHECKPOINT_PERIOD}
+    output = run.stdout + run.stderr
+    assert f"Saved a checkpoint at step {CHECKPOINT_PERIOD}" in output, "MaxText's own checkpoint lines stay"
+    assert "Queuing deletion of steps" not in output, "orbax's INFO internals are filtered out"
 
 
 def test_a_failed_worker_restarts_the_group_which_resumes_from_maxtexts_checkpoint(repo_root, tmp_path):

@@ -8,6 +8,7 @@ themselves; MaxText then finds the distributed system ready, the same as on TPU.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from dataclasses import asdict, dataclass
@@ -50,11 +51,19 @@ def train_loop_per_worker(config: dict) -> None:
             jax.distributed.shutdown()
 
 
+class OrbaxInfoFilter(logging.Filter):
+    """Drops orbax's INFO records: at INFO it logs ~35 lines of internals per checkpoint save and process."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or f"{os.sep}orbax{os.sep}" not in record.pathname
+
+
 def _run_maxtext(maxtext_argv: list[str]) -> None:
     from absl import logging as absl_logging
 
-    # MaxText's "completed step" lines are absl INFO records.
+    # MaxText's "completed step" lines are absl INFO records; orbax logs through absl too.
     absl_logging.set_verbosity(absl_logging.INFO)
+    logging.getLogger("absl").addFilter(OrbaxInfoFilter())
     from maxtext.trainers.pre_train import train as maxtext_train
 
     # argv[0] is the module's path, from which MaxText picks its default config (base.yml).
