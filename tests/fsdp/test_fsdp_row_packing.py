@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from workloads.fsdp import packing
+from workloads.fsdp import batching, packing
 from workloads.fsdp.data import encode_sample
 from workloads.fsdp.packing import arc_flow_rows, fewest_rows_bound, pack_rows
 from workloads.fsdp.sample_data import generate_samples
@@ -97,3 +97,33 @@ def test_another_process_plans_the_same_rows(text_to_sql_lengths):
     other = subprocess.run([sys.executable, "-c", script], input=json.dumps(text_to_sql_lengths), text=True,
                            capture_output=True, check=True, cwd=Path(__file__).resolve().parents[2])
     assert json.loads(other.stdout) == pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths)))
+
+
+def test_an_lp_that_stops_early_leaves_every_row_to_mbs(text_to_sql_lengths, monkeypatch):
+    monkeypatch.setattr(packing, "LP_ITERATION_LIMIT", 1)
+    with pytest.warns(RuntimeWarning, match="the packing LP stopped .*minimum bin slack plans every row"):
+        rows, left = arc_flow_rows(Counter(text_to_sql_lengths), 512)
+    assert rows == [] and left == Counter(text_to_sql_lengths)
+    with pytest.warns(RuntimeWarning):
+        assert_valid_rows(pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths))), text_to_sql_lengths,
+                          512)
+
+
+def test_rows_are_planned_once_per_run_and_refilled_each_epoch(text_to_sql_lengths, monkeypatch):
+    plans = []
+
+    def counted_plan(lengths, capacity):
+        plans.append(capacity)
+        return packing.plan_row_lengths(lengths, capacity)
+
+    monkeypatch.setattr(batching, "plan_row_lengths", counted_plan)
+    samples = [[7] * length for length in text_to_sql_lengths]
+    planner = batching.BatchPlanner(samples, 512, rows_per_device=4, world_size=1, rank=0, pad_id=0, packing=True,
+                                    seed=0)
+    epochs = [planner.rows_for_epoch(epoch) for epoch in range(3)]
+    assert plans == [512], "the LP ran once; later epochs reuse its rows"
+    assert epochs[0] != epochs[1] != epochs[2], "each epoch places the samples anew"
+    shapes = [sorted(sorted(text_to_sql_lengths[index] for index in row) for row in rows) for rows in epochs]
+    assert shapes[0] == shapes[1] == shapes[2]
+    for rows in epochs:
+        assert_valid_rows(rows, text_to_sql_lengths, 512)

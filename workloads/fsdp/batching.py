@@ -11,21 +11,24 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
-from workloads.fsdp.packing import pack_rows
+from workloads.fsdp.packing import assign_samples, plan_row_lengths
 
 IGNORE_INDEX = -100
 
 
-def plan_epoch_rows(lengths: Sequence[int], max_len: int, packing: bool, seed: int, epoch: int) -> list[list[int]]:
+def plan_epoch_rows(lengths: Sequence[int], max_len: int, packing: bool, seed: int, epoch: int,
+                    row_lengths: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
+    """``row_lengths``: the packed rows' lengths if already planned (they are the same every epoch)."""
     rng = random.Random(seed * 100_003 + epoch)
     order = list(range(len(lengths)))
     rng.shuffle(order)
     if not packing:
         return [[index] for index in order]
-    rows = pack_rows(lengths, max_len, order)
+    rows = assign_samples(row_lengths or plan_row_lengths(lengths, max_len), lengths, order)
     rng.shuffle(rows)
     return rows
 
@@ -109,9 +112,14 @@ class BatchPlanner:
         self.rows_per_device, self.world_size, self.rank = rows_per_device, world_size, rank
         self._epoch_rows: dict[int, list[list[int]]] = {}
 
+    @cached_property
+    def _row_lengths(self) -> list[list[int]] | None:
+        return plan_row_lengths(self.lengths, self.max_len) if self.packing else None
+
     def rows_for_epoch(self, epoch: int) -> list[list[int]]:
         if epoch not in self._epoch_rows:
-            self._epoch_rows = {epoch: plan_epoch_rows(self.lengths, self.max_len, self.packing, self.seed, epoch)}
+            self._epoch_rows = {epoch: plan_epoch_rows(self.lengths, self.max_len, self.packing, self.seed, epoch,
+                                                       self._row_lengths)}
         return self._epoch_rows[epoch]
 
     def rows_per_step(self, accumulation: int) -> int:

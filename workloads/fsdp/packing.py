@@ -12,33 +12,41 @@ Measured on text-to-SQL lengths at 512 tokens (benchmarks/README.md): the Martel
 above it, where best-fit-decreasing used 2-3% more rows. When the arc-flow graph would be too large (long rows
 and many distinct lengths), MBS packs everything: with many samples per row it already leaves well under 1%.
 
-Every step is deterministic (HiGHS included), so each rank plans the same rows; the epoch's shuffled
-``order`` only decides which of several equally long samples fills which place.
+Every step is deterministic (HiGHS included, its work bounded by a count of iterations, not a clock), so each
+rank plans the same rows. Rows depend only on the histogram of lengths, so they are planned once per run
+(``plan_row_lengths``); each epoch's shuffled ``order`` only decides which of several equally long samples fills
+which place (``assign_samples``).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import warnings
 from collections import Counter, defaultdict, deque
 from collections.abc import Sequence
 
 import numpy as np
 
-MAX_ARC_FLOW_ARCS = 80_000  # solved in ~1.5 s at 50,000 arcs (512 tokens), 30 s at 200,000 (1024)
+# Once per run: 1.4 s at 48,000 arcs (512 tokens), 5 s at 81,000 (640), 9 s at 114,000 (768), 19 s at 181,000 (1024)
+MAX_ARC_FLOW_ARCS = 120_000
+LP_ITERATION_LIMIT = 100_000  # 2,600 at 512 tokens, 7,900 at 1024; past it MBS plans every row
 MBS_SEARCH_BUDGET = 2000  # completions tried per row; tries are counted, not timed, so every rank agrees
 FLOW_EPSILON = 1e-6
 
 
 def pack_rows(lengths: Sequence[int], capacity: int, order: Sequence[int]) -> list[list[int]]:
     """Sample indices grouped into rows of at most ``capacity`` tokens."""
+    return assign_samples(plan_row_lengths(lengths, capacity), lengths, order)
+
+
+def plan_row_lengths(lengths: Sequence[int], capacity: int) -> list[list[int]]:
+    """The rows as lists of sample lengths: what the LP and MBS decide, before any sample is placed."""
     for index, length in enumerate(lengths):
         if length > capacity:
             raise ValueError(f"sample {index} has {length} tokens, more than the row length {capacity}")
-    counts = Counter(lengths)
-    rows, residual = arc_flow_rows(counts, capacity)
-    rows += mbs_rows(residual, capacity)
-    return _assign_samples(rows, lengths, order)
+    rows, residual = arc_flow_rows(Counter(lengths), capacity)
+    return rows + mbs_rows(residual, capacity)
 
 
 def fewest_rows_bound(lengths: Sequence[int], capacity: int) -> int:
@@ -56,6 +64,8 @@ def arc_flow_rows(counts: Counter[int], capacity: int) -> tuple[list[list[int]],
     if len(tails) > MAX_ARC_FLOW_ARCS or len(sizes) == 0:
         return [], Counter(counts)
     flows = _solve_arc_flow(tails, heads, kinds, sizes, counts, capacity)
+    if flows is None:
+        return [], Counter(counts)
     patterns = _decompose_into_patterns(tails, heads, kinds, flows, sizes, capacity)
     return _round_patterns(patterns, counts)
 
@@ -77,11 +87,11 @@ def _arcs(sizes: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _solve_arc_flow(tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, sizes: np.ndarray,
-                    counts: Counter[int], capacity: int) -> np.ndarray:
+                    counts: Counter[int], capacity: int) -> np.ndarray | None:
     """Minimise the rows (flow out of node 0) so that every length is used at least as often as it occurs.
 
     "At least" (rounding uses a pattern only while its samples last): with "exactly", HiGHS's dual simplex
-    stalls on this degenerate LP (measured: no answer in 30 s, against 1.6 s)."""
+    stalls on this degenerate LP (measured: no answer in 30 s, against 1.6 s). None if HiGHS gives up."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
@@ -99,9 +109,11 @@ def _solve_arc_flow(tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, siz
     cost = np.zeros(arcs + 1)
     cost[rows_variable] = 1.0
     result = linprog(cost, A_eq=conservation, b_eq=np.zeros(capacity + 1), A_ub=coverage, b_ub=-demand,
-                     bounds=(0, None), method="highs")
+                     bounds=(0, None), method="highs", options={"maxiter": LP_ITERATION_LIMIT})
     if result.status != 0:
-        raise RuntimeError(f"the packing LP failed: {result.message}")
+        warnings.warn(f"the packing LP stopped ({result.message}); minimum bin slack plans every row instead",
+                      RuntimeWarning, stacklevel=2)
+        return None
     return result.x[:arcs]
 
 
@@ -189,7 +201,8 @@ def _least_slack_completion(available: Counter[int], sizes: list[int], room: int
 # --- samples for the lengths ----------------------------------------------------------------------------------
 
 
-def _assign_samples(rows: list[list[int]], lengths: Sequence[int], order: Sequence[int]) -> list[list[int]]:
+def assign_samples(rows: Sequence[Sequence[int]], lengths: Sequence[int], order: Sequence[int]) -> list[list[int]]:
+    """Sample indices for rows of lengths; among equally long samples, earlier in ``order`` goes first."""
     queues: dict[int, deque[int]] = defaultdict(deque)
     for index in order:
         queues[lengths[index]].append(index)
