@@ -15,6 +15,7 @@ from functools import cached_property
 
 import torch
 
+from workloads.fsdp.distributed import from_rank_zero
 from workloads.fsdp.packing import assign_samples, plan_row_lengths
 
 IGNORE_INDEX = -100
@@ -114,7 +115,8 @@ class BatchPlanner:
 
     @cached_property
     def _row_lengths(self) -> list[list[int]] | None:
-        return plan_row_lengths(self.lengths, self.max_len) if self.packing else None
+        """Planned on rank 0 for everyone: a rank on another CPU must not pack differently."""
+        return from_rank_zero(lambda: plan_row_lengths(self.lengths, self.max_len)) if self.packing else None
 
     def rows_for_epoch(self, epoch: int) -> list[list[int]]:
         if epoch not in self._epoch_rows:

@@ -24,6 +24,8 @@ from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
 
+from workloads.fsdp.distributed import from_rank_zero
+
 MARKER = "COMPLETE"
 STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -94,11 +96,7 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         """The newest complete step as rank 0 sees it, shared with every rank: nodes with a stale view of a
         FUSE-mounted bucket must not disagree about where to resume."""
-        steps = complete_steps(self.root) if self.is_main else []
-        choice = [steps[-1] if steps else None]
-        if dist.is_initialized():
-            dist.broadcast_object_list(choice, src=0)
-        return choice[0]
+        return from_rank_zero(lambda: (complete_steps(self.root) or [None])[-1])
 
     def save(self, step: int, state: dict[str, Stateful]) -> float:
         """Start (async) or do (sync) a save; returns the seconds the training loop was blocked."""

@@ -6,7 +6,7 @@ import contextlib
 import gc
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -65,6 +65,16 @@ def shutdown() -> None:
         dist.barrier()
         gc.collect()
         dist.destroy_process_group()
+
+
+def from_rank_zero[T](compute: Callable[[], T]) -> T:
+    """Rank 0 computes, every rank receives its answer, so ranks cannot disagree (the resume step seen through a
+    bucket mount, the packed rows). Call it on every rank; without a process group it just computes."""
+    if not dist.is_initialized():
+        return compute()
+    answer = [compute() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(answer, src=0)
+    return answer[0]
 
 
 @contextlib.contextmanager

@@ -12,10 +12,10 @@ Measured on text-to-SQL lengths at 512 tokens (benchmarks/README.md): the Martel
 above it, where best-fit-decreasing used 2-3% more rows. When the arc-flow graph would be too large (long rows
 and many distinct lengths), MBS packs everything: with many samples per row it already leaves well under 1%.
 
-Every step is deterministic (HiGHS included, its work bounded by a count of iterations, not a clock), so each
-rank plans the same rows. Rows depend only on the histogram of lengths, so they are planned once per run
-(``plan_row_lengths``); each epoch's shuffled ``order`` only decides which of several equally long samples fills
-which place (``assign_samples``).
+Rows depend only on the histogram of lengths, so they are planned once per run (``plan_row_lengths``, on rank 0,
+which shares them); each epoch's shuffled ``order`` only decides which of several equally long samples fills which
+place (``assign_samples``). Every step is deterministic (HiGHS included, its work bounded by a count of
+iterations, not a clock), so a resumed run plans the rows it checkpointed its position in.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 # Once per run: 1.4 s at 48,000 arcs (512 tokens), 5 s at 81,000 (640), 9 s at 114,000 (768), 19 s at 181,000 (1024)
 MAX_ARC_FLOW_ARCS = 120_000
 LP_ITERATION_LIMIT = 100_000  # 2,600 at 512 tokens, 7,900 at 1024; past it MBS plans every row
-MBS_SEARCH_BUDGET = 2000  # completions tried per row; tries are counted, not timed, so every rank agrees
+MBS_SEARCH_BUDGET = 2000  # completions tried per row; counted, not timed, so a resume plans the same rows
 FLOW_EPSILON = 1e-6
 
 
