@@ -15,13 +15,15 @@ trainer's own chat formatting, length filter and packing, no model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 from pathlib import Path
 
 from fsdp_common import bench_config, job_for, say
 
-from workloads.fsdp.batching import padding_fraction, plan_epoch_rows
+from workloads.fsdp.batching import padding_fraction
+from workloads.fsdp.builder import planners
 from workloads.fsdp.data import load_tokenizer, prepare_splits
 from workloads.fsdp.distributed import init_distributed
 from workloads.fsdp.packing import fewest_rows_bound
@@ -45,10 +47,13 @@ def say_fill_ratio(fill: dict[str, float]) -> None:
 def fill_only(dataset_id: str, tokenizer_id: str) -> None:
     config = bench_config(Path(tempfile.mkdtemp(prefix="fsdp-fill-")), dataset_id=dataset_id,
                           tokenizer_id=tokenizer_id)
-    tokenizer = load_tokenizer(config)
-    lengths = [len(ids) for ids in prepare_splits(config, tokenizer, init_distributed(config.dist_timeout_s)).train]
-    say_fill_ratio({mode: row_fill(mode, lengths, plan_epoch_rows(lengths, config.max_seq_length, mode == "packing",
-                                                                  config.dataset_seed, epoch=0)) for mode in MODES})
+    tokenizer, info = load_tokenizer(config), init_distributed(config.dist_timeout_s)
+    splits = prepare_splits(config, tokenizer, info)
+    fill = {}
+    for mode in MODES:
+        train, _ = planners(dataclasses.replace(config, packing=mode == "packing"), info, tokenizer, splits)
+        fill[mode] = row_fill(mode, train.lengths, train.rows_for_epoch(0))
+    say_fill_ratio(fill)
 
 
 def main() -> None:

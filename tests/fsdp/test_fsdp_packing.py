@@ -12,7 +12,6 @@ from workloads.fsdp.batching import (
     DataPosition,
     collate,
     padding_fraction,
-    plan_epoch_rows,
 )
 from workloads.fsdp.data import encode_sample
 from workloads.fsdp.sample_data import generate_samples
@@ -24,16 +23,22 @@ def lengths(tiny) -> list[int]:
     return [len(encode_sample(tokenizer, sample)) for sample in generate_samples(600, seed=0)]
 
 
+def planner_for(lengths: list[int], packing: bool) -> BatchPlanner:
+    return BatchPlanner([[1] * n for n in lengths], 512, rows_per_device=1, world_size=1, rank=0, pad_id=0,
+                        packing=packing, seed=1)
+
+
 def test_packing_wastes_under_5_percent_where_padding_wastes_half(lengths):
-    packed = plan_epoch_rows(lengths, 512, packing=True, seed=1, epoch=0)
-    padded = plan_epoch_rows(lengths, 512, packing=False, seed=1, epoch=0)
+    packed = planner_for(lengths, packing=True).rows_for_epoch(0)
+    padded = planner_for(lengths, packing=False).rows_for_epoch(0)
     assert padding_fraction(packed, lengths, 512) < 0.05
     assert padding_fraction(padded, lengths, 512) > 0.4
     assert all(sum(lengths[i] for i in row) <= 512 for row in packed)
 
 
 def test_each_epoch_uses_every_sample_once_in_a_new_arrangement(lengths):
-    epochs = [plan_epoch_rows(lengths, 512, packing=True, seed=1, epoch=epoch) for epoch in (0, 1)]
+    planner = planner_for(lengths, packing=True)
+    epochs = [planner.rows_for_epoch(epoch) for epoch in (0, 1)]
     for rows in epochs:
         assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
     assert epochs[0] != epochs[1]

@@ -21,15 +21,16 @@ from workloads.fsdp.packing import assign_samples, plan_row_lengths
 IGNORE_INDEX = -100
 
 
-def plan_epoch_rows(lengths: Sequence[int], max_len: int, packing: bool, seed: int, epoch: int,
-                    row_lengths: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
-    """``row_lengths``: the packed rows' lengths if already planned (they are the same every epoch)."""
+def fill_epoch_rows(lengths: Sequence[int], row_lengths: Sequence[Sequence[int]] | None, seed: int,
+                    epoch: int) -> list[list[int]]:
+    """The epoch's rows of sample indices: the packed rows' lengths filled in the epoch's shuffled order, or
+    (``row_lengths`` None) one sample per padded row."""
     rng = random.Random(seed * 100_003 + epoch)
     order = list(range(len(lengths)))
     rng.shuffle(order)
-    if not packing:
+    if row_lengths is None:
         return [[index] for index in order]
-    rows = assign_samples(row_lengths or plan_row_lengths(lengths, max_len), lengths, order)
+    rows = assign_samples(row_lengths, lengths, order)
     rng.shuffle(rows)
     return rows
 
@@ -120,8 +121,7 @@ class BatchPlanner:
 
     def rows_for_epoch(self, epoch: int) -> list[list[int]]:
         if epoch not in self._epoch_rows:
-            self._epoch_rows = {epoch: plan_epoch_rows(self.lengths, self.max_len, self.packing, self.seed, epoch,
-                                                       self._row_lengths)}
+            self._epoch_rows = {epoch: fill_epoch_rows(self.lengths, self._row_lengths, self.seed, epoch)}
         return self._epoch_rows[epoch]
 
     def rows_per_step(self, accumulation: int) -> int:
