@@ -1,8 +1,10 @@
-# Trainyard: one Makefile, one venv per place that installs code (see DESIGN.md §1).
+# Trainyard: one Makefile, one venv per place that installs code (the Pulumi program, each trainer).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.12 2>/dev/null || echo python3)
 VENV := .venv
 STACK ?= dev
+# e.g. --strict-schemas (what CI uses): a custom resource left unchecked for want of its schema fails
+PREFLIGHT_FLAGS ?=
 
 # Each workload's .mk appends its own test target here; test-infra runs last, once the trainers' venvs exist
 # (tests/infra/test_k8s_runtime.py runs the rendered commands in them).
@@ -22,10 +24,10 @@ $(VENV)/.dev: $(VENV)/.preflight requirements-dev.txt
 	touch $@
 
 preflight: $(VENV)/.preflight
-	$(VENV)/bin/python -m preflight --stack $(STACK)
+	$(VENV)/bin/python -m preflight --stack $(STACK) $(PREFLIGHT_FLAGS)
 
-# The CRD schemas preflight checks custom resources against, fetched from their pinned upstream commits
-# into .cache/ (preflight looks there first, then in ../shared/schemas/crds/).
+# Re-fetch the pinned CRD schemas from their upstream commits into .cache/ (looked up before the copies
+# vendored in preflight/crds/), checking every file's sha256; needs the internet.
 schemas: $(VENV)/.preflight
 	$(VENV)/bin/python -m preflight.fetch_schemas
 

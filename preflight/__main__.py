@@ -1,8 +1,9 @@
 """`python -m preflight --stack dev [--json FILE]`: plan a stack offline, check it, and print the verdict.
 
 `python -m preflight diff --base REF` prints what a change does to a stack (see preflight/diff.py).
-Exit codes: 0 planned and every check passed, 1 a check failed (schema or mandatory policy),
-2 the stack config, a stack file or the policy pack config is invalid.
+Exit codes: 0 planned and every check passed, 1 a check failed (schema or mandatory policy; with
+--strict-schemas also a custom resource left unchecked for want of its schema), 2 the stack config, a stack
+file or the policy pack config is invalid.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 from components import cost
 from components.config import ConfigError, load_stack_config
 from preflight import policy_runner
-from preflight.kube_schemas import SchemaProblem, check_manifests
+from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
+from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.plan import Plan, plan_stack
 from preflight.render import render_plan
 from preflight.stack_files import StackFileError, find_project_dir
@@ -29,17 +31,20 @@ EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
 class Verdict:
     """Everything preflight concludes about a plan."""
 
-    schema_problems: list[SchemaProblem]
+    schemas: SchemaCheck
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
+    strict_schemas: bool = False
 
     @property
     def failed(self) -> bool:
-        return bool(self.schema_problems) or policy_runner.has_mandatory(self.policies)
+        unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
+        return bool(self.schemas.problems) or unchecked_fails or policy_runner.has_mandatory(self.policies)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schema_problems],
+            "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
+            "schemaUnchecked": self.schemas.unchecked,
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
         }
@@ -52,24 +57,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--project-dir", type=Path, default=None, help="folder with Pulumi.yaml (default: found from cwd)")
     parser.add_argument("--pack-config", type=Path, default=None,
                         help="policy pack config JSON (default: policies/config.<stack>.json when it exists)")
+    parser.add_argument("--strict-schemas", action="store_true",
+                        help="fail (exit 1) when a custom resource cannot be schema-checked for want of its schema")
     return parser.parse_args(argv)
 
 
-def check(plan: Plan, pack_config: dict[str, Any]) -> Verdict:
+def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
     plan_json = plan.to_json()
     version = load_stack_config(plan.config).cluster.version
     return Verdict(
-        schema_problems=check_manifests(plan.manifests, version),
+        schemas=check_manifests(plan.manifests, version),
         policies=policy_runner.evaluate(plan_json, pack_config),
         cost=cost.estimate(plan_json["resources"]),
+        strict_schemas=strict_schemas,
     )
 
 
 def print_report(plan: Plan, verdict: Verdict) -> None:
     print(render_plan(plan.project, plan.stack, plan.resources))
-    print(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(verdict.schema_problems)} problems")
-    for problem in verdict.schema_problems:
+    schemas = verdict.schemas
+    print(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(schemas.problems)} problems")
+    for problem in schemas.problems:
         print(f"  {problem}")
+    if schemas.unchecked:
+        outcome = "an error (--strict-schemas)" if verdict.strict_schemas else "not an error"
+        print(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
+        for line in schemas.unchecked:
+            print(f"  {line}")
+        print(f"  To check them: {HOW_TO_GET_SCHEMAS}.")
     print("\nPolicies:")
     print(policy_runner.render_table(verdict.policies))
     print("\nCost (USD per hour):")
@@ -88,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_stack(args.stack, project_dir)
         pack_config = (policy_runner.load_pack_config(args.pack_config) if args.pack_config
                        else policy_runner.pack_config_for_stack(args.stack, project_dir))
-        verdict = check(plan, pack_config)
+        verdict = check(plan, pack_config, args.strict_schemas)
     except (ConfigError, StackFileError, policy_runner.PackConfigError) as error:
         print(f"preflight: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
@@ -98,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({**plan.to_json(), **verdict.to_json()}, indent=2) + "\n")
         print(f"\nPlan written to {args.json}")
     if verdict.failed:
-        print("\npreflight: FAILED (see the schema problems and mandatory policies above)", file=sys.stderr)
+        print("\npreflight: FAILED (see the schema problems, unchecked objects and mandatory policies above)",
+              file=sys.stderr)
         return EXIT_CHECK_FAILED
     return EXIT_OK
 

@@ -1,9 +1,13 @@
 """Custom-resource schemas: where they are found, how they are made strict, compiled once.
 
-The files are the CRDs' `openAPIV3Schema`s as JSON (layout `<group>/<version>/<kind lower>.json`,
-written by `python -m preflight.fetch_schemas` or shipped in `../shared/schemas/crds/`). Raw
-JSON Schema is laxer than the API server in three ways, fixed at load time (DESIGN.md §3):
-unknown keys pass, `required` ignores server-side defaults, and Go's `^(?i)` breaks Python's `re`.
+The files are the CRDs' `openAPIV3Schema`s as JSON (layout `<group>/<version>/<kind lower>.json`),
+vendored in `preflight/crds/` (sources and hashes: `preflight/schema_sources.json`) or re-fetched by
+`python -m preflight.fetch_schemas` into `.cache/`. Raw JSON Schema is laxer than the API server in three
+ways, fixed at load time: unknown keys pass, `required` ignores server-side defaults, and Go's `^(?i)`
+breaks Python's `re`.
+
+A custom resource of a pinned group/version whose schema file is in no searched folder is not an error
+but `SchemaUnavailable`: preflight reports it as not checked (an error only with `--strict-schemas`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from jsonschema import Draft4Validator, Draft6Validator, FormatChecker, Validati
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR_ENV = "TRAINYARD_CRD_DIR"
 CACHE_CRD_DIR = PROJECT_ROOT / ".cache" / "schemas" / "crds"
-SHARED_CRD_DIR = PROJECT_ROOT.parent / "shared" / "schemas" / "crds"
+VENDORED_CRD_DIR = Path(__file__).resolve().with_name("crds")
+SOURCES_FILE = Path(__file__).with_name("schema_sources.json")
 
 _GO_FLAGS_AFTER_ANCHOR = re.compile(r"^\^(\(\?[a-zA-Z]+\))")
 _TITLE = re.compile(r'"title":\s*"(\S+) ')
@@ -58,7 +63,16 @@ def crd_search_path() -> tuple[Path, ...]:
     override = os.environ.get(CRD_DIR_ENV)
     if override:
         return tuple(Path(entry) for entry in override.split(os.pathsep) if entry)
-    return (CACHE_CRD_DIR, SHARED_CRD_DIR)
+    return (CACHE_CRD_DIR, VENDORED_CRD_DIR)
+
+
+@cache
+def pinned_schema_files(sources_file: Path = SOURCES_FILE) -> frozenset[str]:
+    """Every `<group>/<version>/<kind lower>.json` that schema_sources.json pins."""
+    document = json.loads(sources_file.read_text(encoding="utf-8"))
+    return frozenset(
+        relative for source in document["sources"] for entry in source["files"] for relative in entry["outputs"]
+    )
 
 
 def make_strict(schema: dict[str, Any]) -> dict[str, Any]:
@@ -137,6 +151,16 @@ class UnknownKind(LookupError):
         self.field = field
 
 
+class SchemaUnavailable(LookupError):
+    """A pinned kind whose schema file is in none of the searched folders: it cannot be checked here."""
+
+
+HOW_TO_GET_SCHEMAS = (
+    f"restore preflight/crds/ from git, run `make schemas` (needs the internet), or point ${CRD_DIR_ENV} "
+    "at a folder of <group>/<version>/<kind>.json schemas"
+)
+
+
 @dataclass(frozen=True)
 class CrdSchema:
     kind: str  # as the schema's title spells it; file names are lower case
@@ -164,6 +188,9 @@ def find_crd_schema(group: str, version: str, kind: str) -> CrdSchema:
             if found.kind == kind:
                 return found
             raise UnknownKind("kind", f"unknown kind {kind!r} in {group}/{version}; did you mean {found.kind!r}?")
+    if f"{group}/{version}/{kind.lower()}.json" in pinned_schema_files():
+        looked_in = ", ".join(str(folder) for folder in search_path)
+        raise SchemaUnavailable(f"no schema for {kind} {group}/{version} (looked in: {looked_in})")
     raise _explain_missing(group, version, kind, search_path)
 
 
@@ -177,8 +204,8 @@ def _explain_missing(group: str, version: str, kind: str, search_path: tuple[Pat
         return UnknownKind(
             "apiVersion",
             f"unknown apiVersion '{group}/{version}': no CRD schemas for group {group!r} (looked in: {looked_in}; "
-            f"groups found: {', '.join(known_groups) or 'none'}); run `make schemas` to fetch the pinned CRDs "
-            f"or point ${CRD_DIR_ENV} at a folder of <group>/<version>/<kind>.json schemas",
+            f"groups found: {', '.join(known_groups) or 'none'}); trainyard pins schemas for: "
+            f"{', '.join(sorted({relative.rsplit('/', 1)[0] for relative in pinned_schema_files()}))}",
         )
     versions = sorted({child.name for folder in group_folders for child in folder.iterdir() if child.is_dir()})
     if version not in versions:

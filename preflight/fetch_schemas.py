@@ -4,7 +4,7 @@
 
 Each pinned CRD YAML (preflight/schema_sources.json) is fetched at its commit; every served version's
 `openAPIV3Schema` becomes `<dest>/<group>/<version>/<kind lower>.json`, serialised exactly like
-`../shared/schemas/crds/` (`$schema` and `title` first, other keys sorted, indent 1, final newline),
+the vendored `preflight/crds/` (`$schema` and `title` first, other keys sorted, indent 1, final newline),
 so the pinned sha256 of each output can be checked. Nothing is written unless every file checks out.
 `--base-url` points at a mirror (`file:///path` works) laid out as `<repo>/<commit>/<path>`.
 """
@@ -27,9 +27,8 @@ from typing import Any
 
 import yaml
 
-from preflight.crd_schemas import CACHE_CRD_DIR
+from preflight.crd_schemas import CACHE_CRD_DIR, SOURCES_FILE
 
-SOURCES_FILE = Path(__file__).with_name("schema_sources.json")
 JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-04/schema#"
 DOWNLOAD_TIMEOUT_SECONDS = 60
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -62,7 +61,7 @@ def load_sources(sources_file: Path = SOURCES_FILE) -> tuple[str, list[PinnedFil
 
 
 def schema_json(kind: str, group: str, version: str, open_api_schema: Mapping[str, Any]) -> bytes:
-    """One served version's schema, serialised byte for byte like ../shared/schemas/crds/."""
+    """One served version's schema, serialised byte for byte like preflight/crds/."""
     sorted_schema = json.loads(json.dumps(open_api_schema, sort_keys=True))
     document = {"$schema": JSON_SCHEMA_DRAFT, "title": f"{kind} {group}/{version}", **sorted_schema}
     return (json.dumps(document, indent=1) + "\n").encode("utf-8")

@@ -29,7 +29,7 @@ from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 from referencing import Registry, Resource
 
-from preflight.crd_schemas import KUBE_FORMATS, UnknownKind, find_crd_schema
+from preflight.crd_schemas import KUBE_FORMATS, SchemaUnavailable, UnknownKind, find_crd_schema
 
 MINIMUM_KUBERNETES = Version("1.34")  # resource.k8s.io/v1 (ResourceClaimTemplate) is served from 1.34
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -58,6 +58,14 @@ class SchemaProblem:
 
     def __str__(self) -> str:
         return f"{self.obj}: {self.path or '<object>'}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class SchemaCheck:
+    """What the schema check found: problems, and the custom resources it had no schema for."""
+
+    problems: list[SchemaProblem]
+    unchecked: list[str]  # "RayJob trainyard/llama3-8b: no schema for RayJob ray.io/v1 (looked in: ...)"
 
 
 class UnsupportedKubernetesVersion(ValueError):
@@ -123,16 +131,20 @@ def builtin_validator(minor: str, definition: str) -> jsonschema.protocols.Valid
     return Draft202012Validator(schema, registry=catalog.registry, format_checker=KUBE_FORMATS)
 
 
-def check_manifests(manifests: Iterable[Mapping[str, Any]], kubernetes_version: str) -> list[SchemaProblem]:
+def check_manifests(manifests: Iterable[Mapping[str, Any]], kubernetes_version: str) -> SchemaCheck:
     """Every problem the API server (or its CRD validation) would reject, for all objects, in order."""
     minor = kubernetes_minor(kubernetes_version)
     problems: list[SchemaProblem] = []
+    unchecked: list[str] = []
     for position, manifest in enumerate(manifests):
-        problems.extend(check_manifest(manifest, minor, position))
-    return problems
+        problems.extend(check_manifest(manifest, minor, position, unchecked))
+    return SchemaCheck(problems, unchecked)
 
 
-def check_manifest(manifest: Mapping[str, Any], minor: str, position: int = 0) -> list[SchemaProblem]:
+def check_manifest(
+    manifest: Mapping[str, Any], minor: str, position: int = 0, unchecked: list[str] | None = None
+) -> list[SchemaProblem]:
+    """The object's problems; a custom resource without a schema gets its metadata checked and goes to `unchecked`."""
     label = describe_object(manifest, position)
     if not isinstance(manifest, Mapping):
         return [SchemaProblem(label, "", f"expected a Kubernetes object (a mapping), got {type(manifest).__name__}")]
@@ -144,6 +156,10 @@ def check_manifest(manifest: Mapping[str, Any], minor: str, position: int = 0) -
         targets = validation_targets(manifest, str(api_version), str(kind), minor)
     except UnknownKind as unknown:
         return [SchemaProblem(label, unknown.field, str(unknown))]
+    except SchemaUnavailable as unavailable:
+        if unchecked is not None:
+            unchecked.append(f"{label}: {unavailable}")
+        targets = metadata_targets(manifest, minor)
     problems: list[SchemaProblem] = []
     for prefix, validator, instance in targets:
         for error in validator.iter_errors(instance):
@@ -165,10 +181,14 @@ def validation_targets(manifest: Mapping[str, Any], api_version: str, kind: str,
     if catalog.served_versions(group):
         raise _unknown_builtin(catalog, group, version, kind)
     crd = find_crd_schema(group, version, kind)
-    targets: list[Target] = [((), crd.validator, without_null_fields(manifest))]
-    if "metadata" in manifest:
-        targets.append((("metadata",), builtin_validator(minor, OBJECT_META), manifest["metadata"]))
-    return targets
+    return [((), crd.validator, without_null_fields(manifest)), *metadata_targets(manifest, minor)]
+
+
+def metadata_targets(manifest: Mapping[str, Any], minor: str) -> list[Target]:
+    """A custom resource's `metadata` against the core ObjectMeta schema (CRD schemas leave it open)."""
+    if "metadata" not in manifest:
+        return []
+    return [(("metadata",), builtin_validator(minor, OBJECT_META), manifest["metadata"])]
 
 
 def without_null_fields(node: Any) -> Any:

@@ -1,7 +1,4 @@
-"""Upstream-shaped CRD YAML built around the shared schemas, to test `make schemas` offline.
-
-The schemas are read from ../shared/schemas/crds at test time and never copied into the project.
-"""
+"""Upstream-shaped CRD YAML built around the vendored schemas (preflight/crds/), to test `make schemas` offline."""
 
 from __future__ import annotations
 
@@ -12,15 +9,15 @@ from typing import Any
 
 import yaml
 
-from preflight.crd_schemas import SHARED_CRD_DIR
+from preflight.crd_schemas import VENDORED_CRD_DIR
 from preflight.fetch_schemas import PinnedFile
 
 
-def crd_yaml_from_shared(pin: PinnedFile, extra_versions: Sequence[dict[str, Any]] = ()) -> str:
-    """A CRD document around the shared schemas of one pinned file (read from ../shared, never copied)."""
+def crd_yaml_from_vendored(pin: PinnedFile, extra_versions: Sequence[dict[str, Any]] = ()) -> str:
+    """A CRD document around the vendored schemas of one pinned file."""
     versions = []
     for relative in pin.outputs:
-        schema = json.loads((SHARED_CRD_DIR / relative).read_text())
+        schema = json.loads((VENDORED_CRD_DIR / relative).read_text())
         kind, group_version = schema.pop("title").split(" ")
         del schema["$schema"]
         group, version = group_version.split("/")
@@ -31,9 +28,9 @@ def crd_yaml_from_shared(pin: PinnedFile, extra_versions: Sequence[dict[str, Any
     return yaml.dump(crd, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 
 
-def mirror_of_shared(root: Path, pins: list[PinnedFile]) -> Path:
+def mirror_of_vendored(root: Path, pins: list[PinnedFile]) -> Path:
     for pin in pins:
         target = root / pin.repo / pin.commit / pin.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(crd_yaml_from_shared(pin))
+        target.write_text(crd_yaml_from_vendored(pin))
     return root

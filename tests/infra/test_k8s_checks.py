@@ -8,24 +8,24 @@ import copy
 import pytest
 
 from components.config import ConfigError, load_stack_config
-from preflight.kube_schemas import check_manifests
+from preflight.kube_schemas import SchemaCheck, check_manifests
 from tests.infra.conftest import as_engine_config, dev_config_values
 from tests.infra.test_k8s_kueue_rdma import manifest
 from tests.infra.test_k8s_workloads import everything_on
 
 
 def test_dev_and_everything_on_plans_have_no_schema_problems(dev_plan, plan_with):
-    assert check_manifests(dev_plan.manifests, "1.35") == []
+    assert check_manifests(dev_plan.manifests, "1.35") == SchemaCheck([], [])
     full = plan_with(everything_on)
     kinds = {m["kind"] for m in full.manifests}
     assert {"RayCluster", "RayJob", "Job", "ResourceClaimTemplate", "ClusterQueue", "Network", "DaemonSet", "ConfigMap"} <= kinds
-    assert check_manifests(full.manifests, "1.35") == []
+    assert check_manifests(full.manifests, "1.35") == SchemaCheck([], [])
 
 
 def problems_after(plan, kind, name, edit):
     broken = copy.deepcopy(manifest(plan, kind, name))
     edit(broken)
-    return [str(problem) for problem in check_manifests([broken], "1.35")]
+    return [str(problem) for problem in check_manifests([broken], "1.35").problems]
 
 
 def test_typo_in_a_ray_worker_group_is_caught(dev_plan):

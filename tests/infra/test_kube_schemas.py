@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -12,7 +13,7 @@ import jsonschema
 import pytest
 
 from preflight import crd_schemas, fetch_schemas
-from preflight.crd_schemas import CRD_DIR_ENV, SHARED_CRD_DIR, crd_search_path, make_strict
+from preflight.crd_schemas import CRD_DIR_ENV, VENDORED_CRD_DIR, crd_search_path, make_strict
 from preflight.kube_schemas import (
     SchemaProblem,
     UnsupportedKubernetesVersion,
@@ -21,17 +22,13 @@ from preflight.kube_schemas import (
     supported_kubernetes_versions,
 )
 from tests.infra import fixtures_kube as fx
-from tests.infra.fixtures_kube_crds import crd_yaml_from_shared, mirror_of_shared
+from tests.infra.fixtures_kube_crds import crd_yaml_from_vendored, mirror_of_vendored
 
 CLUSTER_VERSION = "1.34"
-pytestmark = pytest.mark.skipif(
-    not any((folder / "ray.io").is_dir() for folder in crd_search_path()),
-    reason=f"no CRD schemas in {[str(f) for f in crd_search_path()]}: run `make schemas`",
-)
 
 
 def _problems(manifest: dict[str, Any], version: str = CLUSTER_VERSION) -> list[SchemaProblem]:
-    return check_manifests([manifest], version)
+    return check_manifests([manifest], version).problems
 
 
 def _walk_to(obj: Any, path: str) -> tuple[Any, str | int]:
@@ -72,7 +69,7 @@ def test_well_formed_seed_objects_pass(kind: str, version: str) -> None:
 def test_all_valid_objects_together_and_problem_format() -> None:
     manifests = [make() for make in fx.VALID_OBJECTS.values()]
     manifests[list(fx.VALID_OBJECTS).index("RayCluster")]["spec"]["workerGroupSpecs"][0]["numOfHost"] = 4
-    assert check_manifests(manifests, CLUSTER_VERSION) == [
+    assert check_manifests(manifests, CLUSTER_VERSION).problems == [
         SchemaProblem(
             obj="RayCluster trainyard/maxtext",
             path="spec.workerGroupSpecs[0].numOfHost",
@@ -206,7 +203,7 @@ def test_integral_floats_from_pulumi_count_as_integers() -> None:
     ray["spec"]["workerGroupSpecs"][0].update(replicas=2.0, numOfHosts=4.0)
     job = fx.fsdp_job()
     job["spec"].update(parallelism=2.0, completions=2.0)
-    assert check_manifests([ray, job], CLUSTER_VERSION) == []
+    assert check_manifests([ray, job], CLUSTER_VERSION).problems == []
 
 
 def test_null_fields_are_pruned_like_the_api_server_does_for_custom_resources() -> None:
@@ -240,7 +237,7 @@ def test_unnamed_objects_pass_because_pulumi_auto_names_them() -> None:
     ],
 )
 def test_malformed_manifests_are_problems_not_crashes(bad: Any, path: str, reason: str) -> None:
-    [problem] = check_manifests([bad], CLUSTER_VERSION)
+    [problem] = check_manifests([bad], CLUSTER_VERSION).problems
     assert (problem.path, problem.reason[: len(reason)]) == (path, reason)
 
 
@@ -269,34 +266,62 @@ def test_dra_v1_is_unknown_before_it_was_served_so_1_34_is_the_floor() -> None:
 # --- where CRD schemas come from -------------------------------------------------------------------------
 
 
-def test_crd_schemas_are_looked_up_in_the_cache_then_beside_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crd_schemas_are_looked_up_in_the_cache_then_in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CRD_DIR_ENV, raising=False)
     root = Path(crd_schemas.__file__).resolve().parents[1]
-    assert crd_search_path() == (root / ".cache" / "schemas" / "crds", root.parent / "shared" / "schemas" / "crds")
+    assert crd_search_path() == (root / ".cache" / "schemas" / "crds", root / "preflight" / "crds")
+    assert all(root in folder.parents for folder in crd_search_path())
+
+
+def test_every_vendored_schema_is_the_pinned_upstream_file() -> None:
+    _, pins = fetch_schemas.load_sources()
+    pinned = {relative: sha for pin in pins for relative, sha in pin.outputs.items()}
+    vendored = {str(file.relative_to(VENDORED_CRD_DIR)): file for file in VENDORED_CRD_DIR.glob("*/*/*.json")}
+    assert sorted(vendored) == sorted(pinned) == sorted(crd_schemas.pinned_schema_files())
+    for relative, file in vendored.items():
+        assert hashlib.sha256(file.read_bytes()).hexdigest() == pinned[relative], relative
 
 
 def _copy_schema(relative: str, dest: Path, edit: Callable[[dict[str, Any]], None] = lambda schema: None) -> None:
-    schema = json.loads((SHARED_CRD_DIR / relative).read_text())
+    schema = json.loads((VENDORED_CRD_DIR / relative).read_text())
     edit(schema)
     (dest / relative).parent.mkdir(parents=True, exist_ok=True)
     (dest / relative).write_text(json.dumps(schema))
 
 
-@pytest.mark.skipif(not SHARED_CRD_DIR.is_dir(), reason="needs ../shared/schemas/crds")
 def test_the_first_folder_holding_a_schema_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     flavor = "kueue.x-k8s.io/v1beta2/resourceflavor.json"
     _copy_schema(flavor, tmp_path / "cache", lambda s: s["properties"]["spec"]["properties"].pop("nodeLabels"))
-    monkeypatch.setenv(CRD_DIR_ENV, f"{tmp_path / 'cache'}:{SHARED_CRD_DIR}")
-    [problem] = check_manifests([fx.resource_flavor()], CLUSTER_VERSION)
+    monkeypatch.setenv(CRD_DIR_ENV, f"{tmp_path / 'cache'}:{VENDORED_CRD_DIR}")
+    [problem] = check_manifests([fx.resource_flavor()], CLUSTER_VERSION).problems
     assert problem.path == "spec.nodeLabels"
-    assert check_manifests([fx.local_queue()], CLUSTER_VERSION) == []  # not in the cache: found in shared
+    assert check_manifests([fx.local_queue()], CLUSTER_VERSION).problems == []  # not in the cache: found in the repository
 
 
-def test_missing_schemas_name_where_we_looked_and_make_schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pinned_kind_without_its_schema_is_unchecked_not_a_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CRD_DIR_ENV, str(tmp_path))
-    [problem] = check_manifests([fx.ray_cluster()], CLUSTER_VERSION)
-    assert problem.path == "apiVersion"
-    assert f"looked in: {tmp_path}" in problem.reason and "make schemas" in problem.reason
+    result = check_manifests([fx.ray_cluster(), fx.local_queue(), fx.namespace()], CLUSTER_VERSION)
+    assert result.problems == []
+    assert [line.split(":")[0] for line in result.unchecked] == ["RayCluster trainyard/maxtext", "LocalQueue trainyard/trainyard"]
+    assert f"no schema for RayCluster ray.io/v1 (looked in: {tmp_path})" in result.unchecked[0]
+
+
+def test_an_unchecked_custom_resource_still_gets_its_metadata_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CRD_DIR_ENV, str(tmp_path))
+    ray = fx.ray_cluster()
+    ray["metadata"]["name"] = "Not_A_DNS_Name"
+    result = check_manifests([ray], CLUSTER_VERSION)
+    assert len(result.unchecked) == 1
+    assert [problem.path for problem in result.problems] == ["metadata.name"]
+
+
+def test_an_unpinned_group_is_an_error_even_without_schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CRD_DIR_ENV, str(tmp_path))
+    ray = {**fx.ray_cluster(), "apiVersion": "ray.iox/v1"}
+    result = check_manifests([ray], CLUSTER_VERSION)
+    [problem] = result.problems
+    assert result.unchecked == [] and problem.path == "apiVersion"
+    assert "trainyard pins schemas for: " in problem.reason and "ray.io/v1" in problem.reason
 
 
 # --- the strict transform ----------------------------------------------------------------------------------
@@ -336,23 +361,18 @@ def test_every_crd_schema_is_valid_draft4_only_after_the_go_regex_rewrite() -> N
 # --- make schemas: download, convert, verify -------------------------------------------------------------
 
 
-needs_shared = pytest.mark.skipif(not SHARED_CRD_DIR.is_dir(), reason="needs ../shared/schemas/crds")
-
-
-@needs_shared
-def test_fetch_reproduces_every_shared_schema_byte_for_byte(tmp_path: Path) -> None:
+def test_fetch_reproduces_every_vendored_schema_byte_for_byte(tmp_path: Path) -> None:
     _, pins = fetch_schemas.load_sources()
     assert len(pins) == 12 and sum(len(pin.outputs) for pin in pins) == 22
-    mirror = mirror_of_shared(tmp_path / "mirror", pins)
+    mirror = mirror_of_vendored(tmp_path / "mirror", pins)
     dest = tmp_path / "crds"
     assert fetch_schemas.main(["--dest", str(dest), "--base-url", mirror.as_uri()]) == 0
     written = sorted(str(f.relative_to(dest)) for f in dest.rglob("*.json"))
     assert written == sorted(relative for pin in pins for relative in pin.outputs)
     for relative in written:
-        assert (dest / relative).read_bytes() == (SHARED_CRD_DIR / relative).read_bytes(), relative
+        assert (dest / relative).read_bytes() == (VENDORED_CRD_DIR / relative).read_bytes(), relative
 
 
-@needs_shared
 def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_path: Path) -> None:
     _, pins = fetch_schemas.load_sources()
     network = next(pin for pin in pins if pin.path.endswith("networking.gke.io_networks.yaml"))
@@ -361,7 +381,7 @@ def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_p
 
     def download(url: str) -> str:
         requested.append(url)
-        return crd_yaml_from_shared(network, [unserved])
+        return crd_yaml_from_vendored(network, [unserved])
 
     schemas = fetch_schemas.fetch_pinned(network, "https://raw.githubusercontent.com", download)
     assert requested == [
@@ -371,7 +391,6 @@ def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_p
     assert list(schemas) == ["networking.gke.io/v1/network.json"]
 
 
-@needs_shared
 def test_a_changed_upstream_file_fails_the_hash_check_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sources = json.loads(fetch_schemas.SOURCES_FILE.read_text())
     kueue = next(source for source in sources["sources"] if source["repo"] == "kubernetes-sigs/kueue")
@@ -379,7 +398,7 @@ def test_a_changed_upstream_file_fails_the_hash_check_and_writes_nothing(tmp_pat
     sources["sources"] = [kueue]
     (tmp_path / "sources.json").write_text(json.dumps(sources))
     _, pins = fetch_schemas.load_sources(tmp_path / "sources.json")
-    mirror = mirror_of_shared(tmp_path / "mirror", pins)
+    mirror = mirror_of_vendored(tmp_path / "mirror", pins)
     flavor = next(pin for pin in pins if pin.path.endswith("_resourceflavors.yaml"))
     tampered = mirror / flavor.repo / flavor.commit / flavor.path
     tampered.write_text(tampered.read_text().replace("nodeLabels", "nodeLabelz"))

@@ -11,15 +11,17 @@ import sys
 import pytest
 import yaml
 
-from preflight.crd_schemas import CRD_DIR_ENV, crd_search_path
+from preflight.crd_schemas import CRD_DIR_ENV, pinned_schema_files
 from tests.infra.conftest import PROJECT_DIR, dev_config_values
 
 SECRET_MARKERS = ("4dabf18193072939515e22adb298388d", "BEGIN CERTIFICATE")
 
 
-def run_preflight(*args, cwd=PROJECT_DIR):
-    # Copies of the project in tmp have no ../shared beside them: point them at this checkout's CRD schemas.
-    env = {**os.environ, CRD_DIR_ENV: os.pathsep.join(str(path) for path in crd_search_path())}
+def run_preflight(*args, cwd=PROJECT_DIR, crd_dir=None):
+    """Preflight as users run it; copies of the project find their schemas in their own preflight/crds/."""
+    env = {key: value for key, value in os.environ.items() if key != CRD_DIR_ENV}
+    if crd_dir is not None:
+        env[CRD_DIR_ENV] = str(crd_dir)
     return subprocess.run(
         [sys.executable, "-m", "preflight", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False,
         timeout=120,
@@ -123,9 +125,38 @@ def test_mandatory_policy_violation_exits_1_naming_the_rule(project_copy):
     assert plan["cost"]["maxUsdPerHour"] > plan["cost"]["minUsdPerHour"] > 0
 
 
+def test_a_lone_copy_checks_every_custom_resource_with_its_own_schemas(project_copy):
+    write_stack(project_copy, "dev", dev_config_values())
+    result = run_preflight("--stack", "dev", "--strict-schemas", "--json", str(project_copy / "p.json"), cwd=project_copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    plan = json.loads((project_copy / "p.json").read_text())
+    assert plan["schemaProblems"] == [] and plan["schemaUnchecked"] == []
+    assert "Not schema-checked" not in result.stdout
+
+
+def test_without_schemas_preflight_names_what_it_left_unchecked_and_passes(project_copy, tmp_path):
+    write_stack(project_copy, "dev", dev_config_values())
+    out = project_copy / "p.json"
+    result = run_preflight("--stack", "dev", "--json", str(out), cwd=project_copy, crd_dir=tmp_path / "empty")
+    assert result.returncode == 0, result.stdout + result.stderr
+    plan = json.loads(out.read_text())
+    pinned_groups = {relative.split("/")[0] for relative in pinned_schema_files()}
+    custom = [m for m in plan["manifests"] if m["apiVersion"].split("/")[0] in pinned_groups]
+    assert len(plan["schemaUnchecked"]) == len(custom) > 0
+    assert "Not schema-checked (" in result.stdout and "RayJob trainyard/llama3-8b" in result.stdout
+    assert "make schemas" in result.stdout and CRD_DIR_ENV in result.stdout
+
+
+def test_strict_schemas_turns_unchecked_custom_resources_into_exit_1(project_copy, tmp_path):
+    write_stack(project_copy, "dev", dev_config_values())
+    result = run_preflight("--stack", "dev", "--strict-schemas", cwd=project_copy, crd_dir=tmp_path / "empty")
+    assert result.returncode == 1
+    assert "an error (--strict-schemas)" in result.stdout and "preflight: FAILED" in result.stderr
+
+
 def test_dev_plan_passes_every_check(dev_run):
     result, plan = dev_run
     assert result.returncode == 0, result.stdout + result.stderr
-    assert plan["schemaProblems"] == []
+    assert plan["schemaProblems"] == [] and plan["schemaUnchecked"] == []
     assert not [v for v in plan["policies"] if v["level"] == "mandatory"]
     assert {m["kind"] for m in plan["manifests"]} >= {"ClusterQueue", "RayJob", "Job", "GKENetworkParamSet"}
