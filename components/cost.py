@@ -17,11 +17,15 @@ from typing import Any
 import yaml
 
 from components import topology
+from components.facts import gke
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
-NODE_POOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
-CAPACITY_MODES = ("on-demand", "spot", "flex-start")
+CAPACITY_MODES = ("on-demand", "spot", "flex-start")  # the price book's columns
+# Which price column each capacity mode pays: DWS is flex-start pricing; a reservation is billed as on-demand.
+PRICE_COLUMN = {
+    gke.ON_DEMAND: "on-demand", gke.RESERVATION: "on-demand", gke.SPOT: "spot",
+    gke.FLEX_START: "flex-start", gke.DWS_QUEUED: "flex-start",
+}
 HOURS_PER_MONTH = 730
 # A regional pool without nodeLocations gets the cluster's zones; GKE's default for a regional cluster is 3.
 DEFAULT_ZONES_PER_REGION = 3
@@ -50,7 +54,7 @@ class PriceBook:
 
     def node_hour(self, machine_type: str, region: str, mode: str) -> tuple[float, Price]:
         """$ per node-hour of a machine type, and the price entry it came from."""
-        tpu = _tpu_generation_of(machine_type)
+        tpu = topology.tpu_generation_of_machine(machine_type)
         if tpu is not None:
             chips = tpu.chips_per_machine_type[machine_type]
             price = _pick(self.tpu_chips, f"tpu-{tpu.name}", region, mode)
@@ -70,13 +74,6 @@ def _pick(table: Mapping[str, Mapping[str, Mapping[str, Price]]], key: str, regi
     if price is None:
         raise PriceError(f"no {mode} price for {key!r} in {region!r} (priced modes: {', '.join(sorted(modes))})")
     return price
-
-
-def _tpu_generation_of(machine_type: str) -> topology.TpuGeneration | None:
-    for generation in topology.TPU_GENERATIONS.values():
-        if machine_type in generation.chips_per_machine_type:
-            return generation
-    return None
 
 
 def load_prices(path: Path = PRICES_PATH) -> PriceBook:
@@ -134,12 +131,8 @@ def region_of(location: str) -> str:
 
 
 def capacity_mode(inputs: Mapping[str, Any]) -> str:
-    """How the pool's VMs are bought: flex-start (DWS), spot (or legacy preemptible), or on-demand."""
-    if _get(inputs, "nodeConfig.flexStart") is True:
-        return "flex-start"
-    if _get(inputs, "nodeConfig.spot") is True or _get(inputs, "nodeConfig.preemptible") is True:
-        return "spot"
-    return "on-demand"
+    """The price column the pool's VMs are billed at: flex-start (DWS), spot (or legacy preemptible), on-demand."""
+    return PRICE_COLUMN[gke.node_pool_capacity(inputs)]
 
 
 @dataclass(frozen=True)
@@ -295,9 +288,9 @@ def estimate(resources: Iterable[Mapping[str, Any]], prices: PriceBook | None = 
     unpriced: list[Unpriced] = []
     clusters = 0
     for resource in resources:
-        if resource.get("type") == CLUSTER:
+        if resource.get("type") == gke.CLUSTER_TYPE:
             clusters += 1
-        elif resource.get("type") == NODE_POOL:
+        elif resource.get("type") == gke.NODE_POOL_TYPE:
             priced = price_pool(resource, prices)
             (pools if isinstance(priced, PoolCost) else unpriced).append(priced)  # type: ignore[arg-type]
     return StackCost(tuple(pools), clusters, prices.cluster_fee.usd_per_hour, tuple(unpriced))

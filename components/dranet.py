@@ -11,8 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.facts import gke
 
-DEVICE_CLASS = "netdev.google.com"
 CLAIM_NAME = "netdev"  # the pod's name for the claim
 
 
@@ -53,7 +53,7 @@ class Dranet(pulumi.ComponentResource):
                             k8s.resource.v1.DeviceRequestArgs(
                                 name="req-netdev",
                                 exactly=k8s.resource.v1.ExactDeviceRequestArgs(
-                                    device_class_name=DEVICE_CLASS, allocation_mode="ExactCount", count=count
+                                    device_class_name=gke.DRANET_DEVICE_CLASS, allocation_mode="ExactCount", count=count
                                 ),
                             )
                         ]

@@ -20,19 +20,12 @@ import pulumi_kubernetes as k8s
 from components import topology
 from components.cluster import SYSTEM_POOL_NAME
 from components.config import StackConfig
+from components.facts import gke
+from components.facts.gke import CAPACITY_LABELS, GPU_RESOURCE, NODE_POOL_LABEL, QUEUED_LABEL, TPU_RESOURCE
 from components.node_pools import is_flex_start
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
-TPU_RESOURCE = "google.com/tpu"
-GPU_RESOURCE = "nvidia.com/gpu"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-# Labels GKE puts on nodes of each capacity mode (and the taint queued-provisioning nodes carry).
-CAPACITY_LABELS = {"spot": "cloud.google.com/gke-spot", "flexStart": "cloud.google.com/gke-flex-start"}
-QUEUED_LABEL = "cloud.google.com/gke-queued"
 
 
 @dataclass(frozen=True)
@@ -204,12 +197,12 @@ class Kueue(pulumi.ComponentResource):
         name = self._config.kueue.admission_check
         request_config = self._custom(
             "ProvisioningRequestConfig", name,
-            {"provisioningClassName": QUEUED_PROVISIONING_CLASS, "managedResources": managed}, opts,
+            {"provisioningClassName": gke.QUEUED_PROVISIONING_CLASS, "managedResources": managed}, opts,
         )  # fmt: skip
         check = self._custom(
             "AdmissionCheck", name,
             {
-                "controllerName": PROVISIONING_CONTROLLER,
+                "controllerName": gke.PROVISIONING_REQUEST_CONTROLLER,
                 "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
             },
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[request_config])),

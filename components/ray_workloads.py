@@ -16,26 +16,24 @@ import pulumi_kubernetes as k8s
 from components import jobs_config
 from components.config import StackConfig, TpuSliceConfig
 from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
+from components.facts.gke import (
+    ELASTIC_JOB_ANNOTATION,
+    GCS_FUSE_ANNOTATIONS,
+    METADATA_SERVER_LABEL,
+    SKIP_AWAIT,
+    TPU_RESOURCE,
+)
 from components.jobs_config import MaxTextJobConfig
-from components.kueue import TPU_RESOURCE
 from components.workload_code import WorkloadCode
 from components.workload_target import WorkloadTarget
 
 API_VERSION = "ray.io/v1"
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
-ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 DATA_MOUNT = "/data"
 OUTPUT_DIR = f"{DATA_MOUNT}/maxtext"
 TRAINER_MODULE = "workloads.maxtext.train"
 # The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
 GCS_FUSE_MOUNT_OPTIONS = "implicit-dirs,uid=1000,gid=1000,dir-mode=775,file-mode=664,file-cache:max-size-mb:-1"
-GCS_FUSE_ANNOTATIONS = {
-    "gke-gcsfuse/volumes": "true",
-    "gke-gcsfuse/cpu-limit": "0",
-    "gke-gcsfuse/memory-limit": "0",
-    "gke-gcsfuse/ephemeral-storage-limit": "0",
-}
-METADATA_SERVER_SELECTOR = {"iam.gke.io/gke-metadata-server-enabled": "true"}
+METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
 HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 
 

@@ -14,15 +14,15 @@ import pulumi_kubernetes as k8s
 
 from components import topology
 from components.config import StackConfig
+from components.facts import gke
 from components.network import Networks, NodeNetwork
 
-API_VERSION = "networking.gke.io/v1"
+API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
 # The tutorial's pin (FACTS A); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.
 GIB_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 
 def gpu_machines(config: StackConfig) -> list[topology.GpuMachine]:
@@ -82,7 +82,7 @@ class Rdma(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name),
             spec={
                 "type": "Device",
-                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": network_name},
+                "parametersRef": {"group": gke.NETWORKING_GROUP, "kind": "GKENetworkParamSet", "name": network_name},
             },
             opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[params])),
         )
@@ -104,7 +104,7 @@ class Rdma(pulumi.ComponentResource):
                         node_selector_terms=[
                             k8s.core.v1.NodeSelectorTermArgs(
                                 match_expressions=[
-                                    k8s.core.v1.NodeSelectorRequirementArgs(key=ACCELERATOR_LABEL, operator="In", values=accelerators)
+                                    k8s.core.v1.NodeSelectorRequirementArgs(key=gke.GPU_ACCELERATOR_LABEL, operator="In", values=accelerators)
                                 ]
                             )
                         ]

@@ -12,10 +12,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import GpuPoolConfig, StackConfig, TpuSliceConfig
-from components.kueue import GPU_RESOURCE, TPU_RESOURCE
+from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
 from components.torch_workloads import (
     RDZV_PORT,
-    SKIP_AWAIT,
     host_library_mounts,
     host_library_volumes,
     nccl_env,
@@ -166,7 +165,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job_name,
                 restart_policy="Never",
-                node_selector={"cloud.google.com/gke-nodepool": pool.name},
+                node_selector={NODE_POOL_LABEL: pool.name},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from components.facts import gke
+
 
 class TopologyError(ValueError):
     """A generation, topology or machine type that cannot form a valid slice."""
@@ -89,8 +91,8 @@ class TpuSlice:
     @property
     def node_selector(self) -> dict[str, str]:
         return {
-            "cloud.google.com/gke-tpu-accelerator": self.generation.gke_accelerator,
-            "cloud.google.com/gke-tpu-topology": self.topology,
+            gke.TPU_ACCELERATOR_LABEL: self.generation.gke_accelerator,
+            gke.TPU_TOPOLOGY_LABEL: self.topology,
         }
 
 
@@ -102,6 +104,14 @@ def _lookup[T](table: dict[str, T], key: str, what: str) -> T:
 
 def tpu_generation(name: str) -> TpuGeneration:
     return _lookup(TPU_GENERATIONS, name, "TPU generation")
+
+
+def tpu_generation_of_machine(machine_type: str | None) -> TpuGeneration | None:
+    """The TPU generation whose VMs have this machine type (ct6e-standard-4t -> v6e); None for other machines."""
+    for generation in TPU_GENERATIONS.values():
+        if machine_type in generation.chips_per_machine_type:
+            return generation
+    return None
 
 
 def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -> TpuSlice:

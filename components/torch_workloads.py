@@ -14,28 +14,27 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import GpuPoolConfig, StackConfig
+from components.facts.gke import (
+    DEFAULT_INTERFACE_ANNOTATION,
+    GCS_FUSE_ANNOTATIONS,
+    GPU_ACCELERATOR_LABEL,
+    GPU_RESOURCE,
+    INTERFACES_ANNOTATION,
+    MAX_RUN_ANNOTATION,
+    SKIP_AWAIT,
+)
 from components.jobs_config import FsdpJobConfig
-from components.kueue import GPU_RESOURCE
 from components.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.workload_code import TOP_LEVEL, WorkloadCode
 from components.workload_target import WorkloadTarget
 
 RDZV_PORT = 29400
 DATA_MOUNT = "/data"
-MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 HF_TOKEN_SECRET_KEY = "token"
 GCS_FUSE_MOUNT_OPTIONS = (
     "implicit-dirs,file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
     "file-cache:max-parallel-downloads:-1,file-cache:download-chunk-size-mb:10,file-cache:max-size-mb:-1"
 )
-GCS_FUSE_ANNOTATIONS = {
-    "gke-gcsfuse/volumes": "true",
-    "gke-gcsfuse/cpu-limit": "0",
-    "gke-gcsfuse/memory-limit": "0",
-    # Checkpoints stage through the sidecar's disk before upload (FACTS D.7).
-    "gke-gcsfuse/ephemeral-storage-limit": "0",
-}
 
 
 def nccl_env(tuner_config: str) -> dict[str, str]:
@@ -107,7 +106,7 @@ def _snake(mount: dict) -> dict:
 
 
 def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
-    return {"networking.gke.io/default-interface": "eth0", "networking.gke.io/interfaces": pod_interfaces(pool.machine)}
+    return {DEFAULT_INTERFACE_ANNOTATION: "eth0", INTERFACES_ANNOTATION: pod_interfaces(pool.machine)}
 
 
 class TorchWorkloads(pulumi.ComponentResource):
@@ -169,7 +168,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                 subdomain=job.name,
                 restart_policy="Never",
                 service_account_name=self._config.storage.service_account,
-                node_selector={"cloud.google.com/gke-accelerator": pool.machine.accelerator},
+                node_selector={GPU_ACCELERATOR_LABEL: pool.machine.accelerator},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=[
                     *host_library_volumes(job.shm_size),

@@ -7,9 +7,8 @@ import pulumi_gcp as gcp
 
 from components import node_pools
 from components.config import StackConfig, TpuSliceConfig
+from components.facts import gke
 from components.network import Networks
-
-DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
 
 
 class TpuSlices(pulumi.ComponentResource):
@@ -62,7 +61,7 @@ class TpuSlices(pulumi.ComponentResource):
                 tpu.machine_type,
                 group.capacity,
                 group.reservation,
-                labels={DRANET_LABEL: "true"},
+                labels={gke.DRANET_LABEL: "true"},
                 advanced_machine_features=gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(
                     threads_per_core=1
                 ),

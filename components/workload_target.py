@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kueue import QUEUE_LABEL
+from components.facts.gke import QUEUE_LABEL
 
 
 @dataclass(frozen=True)

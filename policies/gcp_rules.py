@@ -12,13 +12,10 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from policies.pools import NODE_POOL, pool_facts
+from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
+from policies.pools import pool_facts
 from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
 
-NETWORK = "gcp:compute/network:Network"
-SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
-CLUSTER = "gcp:container/cluster:Cluster"
-BUCKET = "gcp:storage/bucket:Bucket"
 ACCELERATOR_MTU = 8896
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
@@ -33,7 +30,7 @@ def accelerator_vpc_mtu(args: ResourceValidationArgs, report_violation: ReportVi
     default 1460 multislice and NCCL throughput drop and large frames fragment. Cluster Toolkit and xpk
     create these networks with 8896.
     """
-    if args.resource_type != NETWORK:
+    if args.resource_type != NETWORK_TYPE:
         return
     mtu = lookup(args.props, "mtu")
     if is_unknown(mtu):
@@ -50,7 +47,7 @@ def flex_start_pool_settings(args: ResourceValidationArgs, report_violation: Rep
     Toolkit's precondition "enable_flex_start needs node auto_repair set to false"), DWS provisions them
     on demand from zero, and they never consume reservations (--reservation-affinity=none).
     """
-    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "nodeConfig.flexStart")):
+    if args.resource_type != NODE_POOL_TYPE or not is_true(lookup(args.props, "nodeConfig.flexStart")):
         return
     props = args.props
     for setting in ("autoRepair", "autoUpgrade"):
@@ -69,7 +66,7 @@ def queued_provisioning_pool_settings(args: ResourceValidationArgs, report_viola
     them when it ends; a static node count, a reservation or auto-repair contradicts that model and GKE
     refuses the pool (GKE "flex-start with queued provisioning" guide; the A4 seed's setup.sh).
     """
-    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
+    if args.resource_type != NODE_POOL_TYPE or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
         return
     _require_scale_from_zero(args, "queued-provisioning", report_violation)
     _require_no_reservation(args, "queued-provisioning", report_violation)
@@ -84,7 +81,7 @@ def tpu_queued_provisioning(args: ResourceValidationArgs, report_violation: Repo
     Cluster Toolkit ships an example with both: the combination is unproven, so it needs an explicit
     `allowTpuQueuedProvisioning: true`.
     """
-    if args.resource_type != NODE_POOL or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
+    if args.resource_type != NODE_POOL_TYPE or not is_true(lookup(args.props, "queuedProvisioning.enabled")):
         return
     if args.get_config().get("allowTpuQueuedProvisioning", False):
         return
@@ -103,7 +100,7 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
     A slice is only formed when GKE places every VM of the topology together; a pool with more or fewer
     nodes than the topology's VMs never becomes a usable slice (a 4x4 of ct6e-standard-4t is 4 VMs).
     """
-    if args.resource_type != NODE_POOL:
+    if args.resource_type != NODE_POOL_TYPE:
         return
     facts = pool_facts(args.name, args.urn, args.props)
     if facts.tpu_error:
@@ -135,7 +132,7 @@ def cluster_workload_identity(args: ResourceValidationArgs, report_violation: Re
     Trainers reach the bucket as Kubernetes service accounts through Workload Identity; without it pods
     fall back to the node's service account, which every pod on the node shares.
     """
-    if args.resource_type != CLUSTER:
+    if args.resource_type != CLUSTER_TYPE:
         return
     pool = lookup(args.props, "workloadIdentityConfig.workloadPool")
     if not is_unknown(pool) and not pool:
@@ -147,7 +144,7 @@ def cluster_no_legacy_auth(args: ResourceValidationArgs, report_violation: Repor
 
     Each is a long-lived credential or an authorizer that bypasses RBAC; GKE's hardening guide turns all off.
     """
-    if args.resource_type != CLUSTER:
+    if args.resource_type != CLUSTER_TYPE:
         return
     if is_true(lookup(args.props, "enableLegacyAbac")):
         report_violation(f"cluster '{args.name}': enableLegacyAbac is true.", None)
@@ -163,7 +160,7 @@ def cluster_shielded_nodes(args: ResourceValidationArgs, report_violation: Repor
     Shielded nodes prove node identity to the control plane, so a compromised VM cannot join as a node.
     The provider's default is true; only an explicit false is a violation.
     """
-    if args.resource_type == CLUSTER and lookup(args.props, "enableShieldedNodes") is False:
+    if args.resource_type == CLUSTER_TYPE and lookup(args.props, "enableShieldedNodes") is False:
         report_violation(f"cluster '{args.name}': enableShieldedNodes is false.", None)
 
 
@@ -173,15 +170,15 @@ def pools_use_gke_metadata_server(args: ResourceValidationArgs, report_violation
     Workload Identity only works, and the node's own credentials are only hidden from pods, on pools
     with the GKE metadata server; state it on each pool instead of relying on the cluster's default.
     """
-    if args.resource_type == NODE_POOL:
+    if args.resource_type == NODE_POOL_TYPE:
         _require_gke_metadata(args.props, f"pool '{args.name}'", report_violation)
     elif (
-        args.resource_type == CLUSTER
+        args.resource_type == CLUSTER_TYPE
         and not is_true(lookup(args.props, "removeDefaultNodePool"))
         and lookup(args.props, "nodeConfig") is not None
     ):
         _require_gke_metadata(args.props, f"cluster '{args.name}' default pool", report_violation)
-    if args.resource_type == CLUSTER:
+    if args.resource_type == CLUSTER_TYPE:
         for index, pool in enumerate(items(args.props, "nodePools")):
             _require_gke_metadata(pool, f"cluster '{args.name}' nodePools[{index}]", report_violation)
 
@@ -192,7 +189,7 @@ def bucket_uniform_access(args: ResourceValidationArgs, report_violation: Report
     Datasets and checkpoints are private: uniform access turns off per-object ACLs (IAM is the only way in)
     and public access prevention refuses any public grant even by mistake.
     """
-    if args.resource_type != BUCKET:
+    if args.resource_type != BUCKET_TYPE:
         return
     uniform = lookup(args.props, "uniformBucketLevelAccess")
     if not is_unknown(uniform) and uniform is not True:
@@ -252,7 +249,7 @@ def cluster_deletion_protection_off(args: ResourceValidationArgs, report_violati
     Fine for a dev stack that is torn down often; a shared cluster should keep it on so `pulumi destroy`
     or a replacement cannot delete it by accident. The provider's default is on.
     """
-    if args.resource_type == CLUSTER and lookup(args.props, "deletionProtection") is False:
+    if args.resource_type == CLUSTER_TYPE and lookup(args.props, "deletionProtection") is False:
         report_violation(f"cluster '{args.name}': deletionProtection is false; `pulumi destroy` will delete it.", None)
 
 
@@ -262,11 +259,11 @@ def pool_has_max_size(args: ResourceValidationArgs, report_violation: ReportViol
     Without a maximum a runaway workload can scale accelerator nodes until the quota stops it, and the
     cost estimate cannot bound the bill.
     """
-    if args.resource_type == NODE_POOL and lookup(args.props, "autoscaling") is not None:
+    if args.resource_type == NODE_POOL_TYPE and lookup(args.props, "autoscaling") is not None:
         facts = pool_facts(args.name, args.urn, args.props)
         if facts.size.max_nodes is None and lookup(args.props, "autoscaling.maxNodeCount") is not UNKNOWN:
             report_violation(f"pool '{facts.name}': autoscaling has no maxNodeCount or totalMaxNodeCount.", None)
-    nap_enabled = args.resource_type == CLUSTER and is_true(lookup(args.props, "clusterAutoscaling.enabled"))
+    nap_enabled = args.resource_type == CLUSTER_TYPE and is_true(lookup(args.props, "clusterAutoscaling.enabled"))
     if nap_enabled and not items(args.props, "clusterAutoscaling.resourceLimits"):
         report_violation(f"cluster '{args.name}': node auto-provisioning has no resourceLimits.", None)
 

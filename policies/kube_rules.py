@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
+from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
 from policies.props import as_number, is_true, is_unknown, lookup
 from policies.workloads import (
     BATCH_KINDS,
-    QUEUE_LABEL,
-    SKIP_AWAIT,
     annotations_of,
     containers,
     is_accelerator_pod,
@@ -52,13 +51,13 @@ def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation:
     kind = kind_of(args.resource_type)
     if kind not in BATCH_KINDS:
         return
-    if is_unknown(lookup(args.props, "metadata.annotations")) or is_true(annotations_of(args.props).get(SKIP_AWAIT)):
+    if is_unknown(lookup(args.props, "metadata.annotations")) or is_true(annotations_of(args.props).get(SKIP_AWAIT_ANNOTATION)):
         return
     limit = float(args.get_config().get("maxAwaitSeconds", DEFAULT_MAX_AWAIT_SECONDS))
     reason = _long_running_reason(args, limit)
     if reason:
         report_violation(
-            f"{kind} '{args.name}' {reason}; add metadata.annotations['{SKIP_AWAIT}'] = 'true'.",
+            f"{kind} '{args.name}' {reason}; add metadata.annotations['{SKIP_AWAIT_ANNOTATION}'] = 'true'.",
             None,
         )
 

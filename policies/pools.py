@@ -10,27 +10,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components import cost, topology
+from components.facts import gke
+from components.facts.gke import GPU_RESOURCE, NODE_POOL_TYPE, TPU_RESOURCE
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
 # Node labels GKE sets that node_labels() models: a selector on one of these must match exactly.
 MODELED_LABELS = frozenset({
-    "cloud.google.com/gke-nodepool", "cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator",
-    "cloud.google.com/gke-tpu-topology", "cloud.google.com/gke-flex-start", "cloud.google.com/gke-queued",
-    "cloud.google.com/gke-spot", "node.kubernetes.io/instance-type", "iam.gke.io/gke-metadata-server-enabled",
+    gke.NODE_POOL_LABEL, gke.GPU_ACCELERATOR_LABEL, gke.TPU_ACCELERATOR_LABEL, gke.TPU_TOPOLOGY_LABEL,
+    gke.FLEX_START_LABEL, gke.QUEUED_LABEL, gke.SPOT_LABEL, gke.INSTANCE_TYPE_LABEL, gke.METADATA_SERVER_LABEL,
 })
 # Other labels under these prefixes are set by GKE/Kubernetes (zone, OS, arch...): not modelled, so a
 # selector on them cannot rule a pool out.
 PLATFORM_LABEL_PREFIXES = ("cloud.google.com/", "node.kubernetes.io/", "kubernetes.io/", "topology.kubernetes.io/",
                            "iam.gke.io/", "beta.kubernetes.io/", "failure-domain.beta.kubernetes.io/")
-TPU_RESOURCE = "google.com/tpu"
 # The inputs pool facts are read from; an unknown one makes the facts uncertain during preview.
 FACT_INPUTS = (
     "name", "location", "nodeLocations", "nodeCount", "initialNodeCount", "autoscaling", "placementPolicy",
     "queuedProvisioning", "nodeConfig.machineType", "nodeConfig.labels", "nodeConfig.flexStart",
     "nodeConfig.spot", "nodeConfig.guestAccelerators",
 )
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ class PoolFacts:
 
     @property
     def is_tpu(self) -> bool:
-        return self.tpu_slice is not None or _tpu_generation(self.machine_type) is not None
+        return self.tpu_slice is not None or topology.tpu_generation_of_machine(self.machine_type) is not None
 
     @property
     def is_dws(self) -> bool:
@@ -70,22 +68,13 @@ class PoolFacts:
     @property
     def accelerators_per_node(self) -> int:
         if self.is_tpu:
-            generation = _tpu_generation(self.machine_type)
+            generation = topology.tpu_generation_of_machine(self.machine_type)
             return generation.chips_per_machine_type[self.machine_type] if generation else 0  # type: ignore[index]
         return self.gpus_per_node
 
 
-def _tpu_generation(machine_type: str | None) -> topology.TpuGeneration | None:
-    if not machine_type:
-        return None
-    for generation in topology.TPU_GENERATIONS.values():
-        if machine_type in generation.chips_per_machine_type:
-            return generation
-    return None
-
-
 def _slice_of(machine_type: str | None, tpu_topology: str | None) -> tuple[topology.TpuSlice | None, str | None]:
-    generation = _tpu_generation(machine_type)
+    generation = topology.tpu_generation_of_machine(machine_type)
     if generation is None or not tpu_topology:
         return None, None
     try:
@@ -108,24 +97,24 @@ def _gpus(props: Any) -> tuple[str | None, int]:
 
 def node_labels(facts_name: str, props: Any, tpu_slice: topology.TpuSlice | None, gpu_type: str | None) -> dict[str, str]:
     """The labels GKE puts on the pool's nodes (the ones workloads select on), plus the pool's own."""
-    labels = {"cloud.google.com/gke-nodepool": facts_name}
+    labels = {gke.NODE_POOL_LABEL: facts_name}
     machine_type = lookup(props, "nodeConfig.machineType")
     if isinstance(machine_type, str):
-        labels["node.kubernetes.io/instance-type"] = machine_type
+        labels[gke.INSTANCE_TYPE_LABEL] = machine_type
     if lookup(props, "nodeConfig.workloadMetadataConfig.mode") == "GKE_METADATA":
-        labels["iam.gke.io/gke-metadata-server-enabled"] = "true"
+        labels[gke.METADATA_SERVER_LABEL] = "true"
     if tpu_slice is not None:
         labels.update(tpu_slice.node_selector)
-    elif (generation := _tpu_generation(lookup(props, "nodeConfig.machineType"))) is not None:
-        labels["cloud.google.com/gke-tpu-accelerator"] = generation.gke_accelerator
+    elif (generation := topology.tpu_generation_of_machine(lookup(props, "nodeConfig.machineType"))) is not None:
+        labels[gke.TPU_ACCELERATOR_LABEL] = generation.gke_accelerator
     if gpu_type:
-        labels["cloud.google.com/gke-accelerator"] = gpu_type
+        labels[gke.GPU_ACCELERATOR_LABEL] = gpu_type
     if is_true(lookup(props, "nodeConfig.flexStart")):
-        labels["cloud.google.com/gke-flex-start"] = "true"
+        labels[gke.FLEX_START_LABEL] = "true"
     if is_true(lookup(props, "queuedProvisioning.enabled")):
-        labels["cloud.google.com/gke-queued"] = "true"
+        labels[gke.QUEUED_LABEL] = "true"
     if is_true(lookup(props, "nodeConfig.spot")):
-        labels["cloud.google.com/gke-spot"] = "true"
+        labels[gke.SPOT_LABEL] = "true"
     labels.update({key: str(value) for key, value in entries(props, "nodeConfig.labels").items()})
     return labels
 
@@ -160,4 +149,4 @@ def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
 
 def stack_pools(resources: Any) -> list[PoolFacts]:
     """Facts of every node pool among a stack policy's resources."""
-    return [pool_facts(r.name, r.urn, r.props) for r in resources if r.resource_type == NODE_POOL]
+    return [pool_facts(r.name, r.urn, r.props) for r in resources if r.resource_type == NODE_POOL_TYPE]

@@ -13,11 +13,17 @@ from typing import Any
 from pulumi_policy import ReportViolation, StackValidationArgs
 
 from components import cost
-from policies.pools import GPU_RESOURCE, TPU_RESOURCE, PoolFacts, stack_pools
+from components.facts.gke import (
+    GPU_RESOURCE,
+    PROVISIONING_REQUEST_CONTROLLER,
+    QUEUE_LABEL,
+    QUEUED_PROVISIONING_CLASS,
+    TPU_RESOURCE,
+)
+from policies.pools import PoolFacts, stack_pools
 from policies.props import as_number, is_unknown, items, lookup, plain
 from policies.workloads import (
     BATCH_KINDS,
-    QUEUE_LABEL,
     RAY_KINDS,
     accelerator_requests,
     kind_of,
@@ -29,8 +35,6 @@ from policies.workloads import (
     uncertain,
 )
 
-QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
-PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 _FLAG = r"--?{name}[= ]+(\d+)"
 
 

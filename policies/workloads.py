@@ -11,17 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.pools import GPU_RESOURCE, MODELED_LABELS, PLATFORM_LABEL_PREFIXES, TPU_RESOURCE, PoolFacts
+from components.facts.gke import ACCELERATOR_NODE_LABELS, ACCELERATOR_RESOURCES
+from policies.pools import MODELED_LABELS, PLATFORM_LABEL_PREFIXES, PoolFacts
 from policies.props import as_number, entries, has_unknown, is_unknown, items, lookup
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-SKIP_AWAIT = "pulumi.com/skipAwait"
-ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
-ACCELERATOR_NODE_LABELS = (
-    "cloud.google.com/gke-accelerator",
-    "cloud.google.com/gke-tpu-accelerator",
-    "cloud.google.com/gke-tpu-topology",
-)
 _POD_SPEC_PATHS = {
     "Pod": ("spec",),
     "Job": ("spec.template.spec",),

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from components import cost
+from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
 from preflight import policy_runner
 
-NODE_POOL, CLUSTER = "gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster"
 # Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
 # - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,
 #   schemaNodePool + ResourceContainerNodePool: name, namePrefix, cluster, location, project,
@@ -132,11 +132,11 @@ def _under(path: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def forces_replacement(type_: str, path: str) -> bool:
-    if type_ == NODE_POOL:
+    if type_ == NODE_POOL_TYPE:
         if path.startswith("nodeConfig."):
             return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE))
         return _under(path, NODE_POOL_REPLACE)
-    if type_ == CLUSTER:
+    if type_ == CLUSTER_TYPE:
         if path.startswith("nodeConfig."):
             return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE[:-3]))
         return _under(path, CLUSTER_REPLACE)
@@ -190,7 +190,7 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
                      f"because of {paths}.")
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
-        if change.type == NODE_POOL and migrated and not change.replaced:
+        if change.type == NODE_POOL_TYPE and migrated and not change.replaced:
             lines.append(f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
                          "(rolling migration); the pool itself stays.")
     return ["> [!CAUTION]", *lines, ""] if lines else []

@@ -11,6 +11,8 @@ from pulumi.runtime import mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.settings import get_project, get_stack
 
+from components.facts import gke
+
 MOCK_PROJECT_NUMBER = "123456789012"
 MOCK_ENDPOINT = "203.0.113.10"  # TEST-NET-3: never a real address
 
@@ -34,7 +36,7 @@ class CloudMocks(mocks.Mocks):
         physical_name = inputs.get("name") or name
         outputs: dict[str, Any] = {"name": physical_name}
         outputs["selfLink"] = inputs.get("selfLink", f"https://mock.invalid/{type_}/{physical_name}")
-        if type_ == "gcp:container/cluster:Cluster":
+        if type_ == gke.CLUSTER_TYPE:
             outputs["endpoint"] = MOCK_ENDPOINT
             ca = base64.b64encode(b"mock cluster CA").decode()
             outputs["masterAuth"] = {**inputs.get("masterAuth", {}), "clusterCaCertificate": ca}

@@ -7,24 +7,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from components import cost
+from components.facts import gke
 from preflight.mocks import Registration
 
 
 def _number(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-def pool_capacity(inputs: Mapping[str, Any]) -> str:
-    """A node pool's capacity mode, read back from what the engine receives."""
-    node_config = inputs.get("nodeConfig") or {}
-    if (inputs.get("queuedProvisioning") or {}).get("enabled"):
-        return "dwsQueued"
-    if node_config.get("flexStart"):
-        return "flexStart"
-    if node_config.get("spot"):
-        return "spot"
-    affinity = (node_config.get("reservationAffinity") or {}).get("consumeReservationType")
-    return "reservation" if affinity == "SPECIFIC_RESERVATION" else "onDemand"
 
 
 def _pool_size(inputs: Mapping[str, Any]) -> str:
@@ -36,7 +24,7 @@ def _pool_size(inputs: Mapping[str, Any]) -> str:
 
 def _node_pool(inputs: Mapping[str, Any]) -> list[str]:
     node_config = inputs.get("nodeConfig") or {}
-    details = [node_config.get("machineType", "?"), _pool_size(inputs), pool_capacity(inputs)]
+    details = [node_config.get("machineType", "?"), _pool_size(inputs), gke.node_pool_capacity(inputs)]
     topology = (inputs.get("placementPolicy") or {}).get("tpuTopology")
     if topology:
         details.insert(1, f"topology {topology}")
@@ -54,12 +42,12 @@ def _cluster(inputs: Mapping[str, Any]) -> list[str]:
 
 
 SUMMARIES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "gcp:compute/network:Network": lambda i: [f"MTU {_number(i.get('mtu'))}"]
+    gke.NETWORK_TYPE: lambda i: [f"MTU {_number(i.get('mtu'))}"]
     + (["RDMA profile"] if i.get("networkProfile") else []),
-    "gcp:compute/subnetwork:Subnetwork": lambda i: [i.get("ipCidrRange", "?")],
-    "gcp:container/cluster:Cluster": _cluster,
-    "gcp:container/nodePool:NodePool": _node_pool,
-    "gcp:storage/bucket:Bucket": lambda i: [i.get("location", "?")],
+    gke.SUBNETWORK_TYPE: lambda i: [i.get("ipCidrRange", "?")],
+    gke.CLUSTER_TYPE: _cluster,
+    gke.NODE_POOL_TYPE: _node_pool,
+    gke.BUCKET_TYPE: lambda i: [i.get("location", "?")],
 }
 
 

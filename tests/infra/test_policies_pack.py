@@ -71,3 +71,34 @@ def test_pack_metadata_and_requirements_are_pinned():
     assert meta["runtime"]["name"] == "python" and meta["version"] == rules.PACK_VERSION
     pins = [line for line in (POLICIES_DIR / "requirements.txt").read_text().splitlines() if line and line[0] != "#"]
     assert "pulumi-policy==1.21.0" in pins and all("==" in pin for pin in pins)
+
+
+@pytest.fixture(scope="module")
+def pack_venv_python(tmp_path_factory) -> Path:
+    """A venv with only policies/requirements.txt installed, as the Pulumi CLI builds the pack's venv."""
+    venv = tmp_path_factory.mktemp("policy-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "-r", str(POLICIES_DIR / "requirements.txt")],
+        check=True, timeout=600, capture_output=True,
+    )
+    return python
+
+
+def test_pack_starts_in_its_own_venv_without_the_programs_dependencies(pack_venv_python):
+    missing = subprocess.run(
+        [str(pack_venv_python), "-c", "import importlib.util as u; print([m for m in ('pydantic', 'pulumi_gcp') if u.find_spec(m)])"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )
+    assert missing.stdout.strip() == "[]"
+    process = subprocess.Popen(
+        [str(pack_venv_python), "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
+        cwd=POLICIES_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        port = process.stdout.readline().strip()
+        assert port.isdigit(), process.stderr.read() if process.poll() is not None else port
+    finally:
+        process.kill()
+        process.wait(timeout=10)

@@ -1,0 +1,81 @@
+"""GKE, Kubernetes, Kueue and Pulumi names, each written once.
+
+The stack writes these names, the policy pack and preflight read them back from the plan, and a name
+typed twice drifts. Policies still re-derive what they check from the plan; they share the names only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+# Extended resources the device plugins advertise; GKE also taints accelerator nodes with these keys.
+TPU_RESOURCE = "google.com/tpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
+
+# Node labels GKE sets on every node of a pool.
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
+QUEUED_LABEL = "cloud.google.com/gke-queued"  # also the taint key of queued-provisioning nodes
+SPOT_LABEL = "cloud.google.com/gke-spot"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+METADATA_SERVER_LABEL = "iam.gke.io/gke-metadata-server-enabled"
+DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"  # a node label that turns managed DRANET on
+ACCELERATOR_NODE_LABELS = (GPU_ACCELERATOR_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL)
+# The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
+CAPACITY_LABELS = MappingProxyType({"spot": SPOT_LABEL, "flexStart": FLEX_START_LABEL})
+
+# GKE multi-networking: the pod annotations that attach extra interfaces, and the DRANET device class.
+INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
+DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
+NETWORKING_GROUP = "networking.gke.io"
+DRANET_DEVICE_CLASS = "netdev.google.com"
+
+# The GCS FUSE CSI driver's sidecar: injected on this annotation; "0" lifts each resource limit (the
+# sidecar stages checkpoints and file-cache data through its own disk and memory).
+GCS_FUSE_ANNOTATIONS = MappingProxyType({
+    "gke-gcsfuse/volumes": "true",
+    "gke-gcsfuse/cpu-limit": "0",
+    "gke-gcsfuse/memory-limit": "0",
+    "gke-gcsfuse/ephemeral-storage-limit": "0",
+})
+
+# Kueue.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"  # GKE's ProvisioningRequest class for DWS
+
+# Pulumi: jobs that wait for capacity or train for hours are submitted, not awaited.
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+SKIP_AWAIT = MappingProxyType({SKIP_AWAIT_ANNOTATION: "true"})
+
+# Pulumi type tokens of the GCP resources that policies, preflight and cost read back by type.
+CLUSTER_TYPE = "gcp:container/cluster:Cluster"
+NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
+NETWORK_TYPE = "gcp:compute/network:Network"
+SUBNETWORK_TYPE = "gcp:compute/subnetwork:Subnetwork"
+BUCKET_TYPE = "gcp:storage/bucket:Bucket"
+
+# Capacity modes, in the stack config's words.
+ON_DEMAND, SPOT, FLEX_START, DWS_QUEUED, RESERVATION = "onDemand", "spot", "flexStart", "dwsQueued", "reservation"
+SPECIFIC_RESERVATION = "SPECIFIC_RESERVATION"
+
+
+def node_pool_capacity(inputs: Mapping[str, Any]) -> str:
+    """A node pool's capacity mode, in the stack config's words, read back from its engine-shaped inputs."""
+    node_config = inputs.get("nodeConfig") or {}
+    if (inputs.get("queuedProvisioning") or {}).get("enabled") is True:
+        return DWS_QUEUED
+    if node_config.get("flexStart") is True:
+        return FLEX_START
+    if node_config.get("spot") is True or node_config.get("preemptible") is True:
+        return SPOT
+    affinity = (node_config.get("reservationAffinity") or {}).get("consumeReservationType")
+    return RESERVATION if affinity == SPECIFIC_RESERVATION else ON_DEMAND
