@@ -7,16 +7,14 @@ import typing
 from collections.abc import Iterator
 from ipaddress import IPv4Network
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from components import topology
+from components.config_models import StackConfig
 from components.config_problem import UNSET, ConfigProblem, reason
 from components.job_checks import job_problems
-
-if TYPE_CHECKING:
-    from components.config import StackConfig
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
 PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the default 110 pods per node

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from components import jobs_config, topology
+from components.config_models import StackConfig
 from components.config_problem import ConfigProblem, reason
-
-if TYPE_CHECKING:
-    from components.config import StackConfig
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -1,6 +1,6 @@
 """The `trainyard:kueue` and `trainyard:jobs` config: which workloads a stack starts, and with what.
 
-Same rules as `config.py` (camelCase keys, unknown keys refused); cross-checks that need the slices and
+Built on `config_base.ConfigModel` (camelCase keys, unknown keys refused); cross-checks that need the slices and
 pools (parallelism vs chips and slices, jobs naming pools that do not exist) live in `job_checks.py`.
 Every accelerator number a job needs (hosts, chips per host, worker count) comes from topology facts, never
 from here: a job names the slice group or GPU pool it runs on.
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
-DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-VERSION_TAG = r"^v\d+\.\d+\.\d+$"
-QUANTITY = r"^\d+(\.\d+)?([KMGTPE]i?|m)?$"
+from components.config_base import DNS_LABEL, QUANTITY, VERSION_TAG, ConfigModel
 
 # MaxText 0.2.5's `<kind>_<name>_parallelism` names (workloads/maxtext/parallelism.py; a test keeps them equal).
 MAXTEXT_AXES = (
@@ -32,11 +29,7 @@ RemPolicy = Literal[
 ]  # fmt: skip
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-class KueueConfig(_Model):
+class KueueConfig(ConfigModel):
     """Kueue's release and the queues every workload of the stack goes through."""
 
     install: bool = True
@@ -51,7 +44,7 @@ class KueueConfig(_Model):
     admission_check: str = Field("dws-prov", pattern=DNS_LABEL, max_length=63)
 
 
-class RayClusterConfig(_Model):
+class RayClusterConfig(ConfigModel):
     """The Ray cluster shape shared by the standalone RayCluster and every MaxText RayJob."""
 
     enabled: bool = False  # a standalone RayCluster for `ray job submit`, as in the seed
@@ -76,7 +69,7 @@ class RayClusterConfig(_Model):
     )
 
 
-class MaxTextJobConfig(_Model):
+class MaxTextJobConfig(ConfigModel):
     """One MaxText pre-training RayJob on a group of TPU slices."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -107,7 +100,7 @@ class MaxTextJobConfig(_Model):
         return self.run_name or self.name
 
 
-class FsdpJobConfig(_Model):
+class FsdpJobConfig(ConfigModel):
     """One torchrun FSDP2 fine-tune as an Indexed Job on an A4 pool."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -125,7 +118,7 @@ class FsdpJobConfig(_Model):
     shm_size: str = Field("250Gi", pattern=QUANTITY)
 
 
-class SmokeConfig(_Model):
+class SmokeConfig(ConfigModel):
     """Opt-in checks: a first-JAX-job per TPU slice group, an NCCL all-gather per A4 pool."""
 
     enabled: bool = False
@@ -136,7 +129,7 @@ class SmokeConfig(_Model):
     nccl_megabytes: int = Field(256, ge=1)
 
 
-class JobsConfig(_Model):
+class JobsConfig(ConfigModel):
     ray: RayClusterConfig = RayClusterConfig()
     maxtext: tuple[MaxTextJobConfig, ...] = ()
     fsdp: tuple[FsdpJobConfig, ...] = ()

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import jobs_config
-from components.config import StackConfig, TpuSliceConfig
+from components.config_models import StackConfig, TpuSliceConfig
 from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
 from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,

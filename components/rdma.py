@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import topology
-from components.config import StackConfig
+from components.config_models import StackConfig
 from components.facts import gke
 from components.network import Networks, NodeNetwork
 

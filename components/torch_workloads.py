@@ -13,7 +13,7 @@ import shlex
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import GpuPoolConfig, StackConfig
+from components.config_models import GpuPoolConfig, StackConfig
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,

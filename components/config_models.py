@@ -1,0 +1,128 @@
+"""The stack config's models: what each key of `Pulumi.<stack>.yaml` may hold, typed.
+
+Parsed once by `components.config.load_stack_config`; cross-field rules live in `config_checks`.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components import topology
+from components.config_base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, ZONE, ConfigModel
+from components.jobs_config import JobsConfig, KueueConfig
+
+TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]
+GpuCapacity = Literal["dwsQueued", "flexStart", "spot", "onDemand", "reservation"]
+ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
+GpuDriverVersion = Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
+
+
+class SystemPoolConfig(ConfigModel):
+    """The CPU pool for system pods, Kueue, KubeRay heads."""
+
+    machine_type: str = "e2-standard-8"
+    min_nodes: int = Field(3, ge=0)
+    max_nodes: int = Field(5, ge=1)
+
+
+class ClusterConfig(ConfigModel):
+    name: str = Field("trainyard", pattern=DNS_LABEL, max_length=40)
+    release_channel: ReleaseChannel = "REGULAR"
+    # A minor ("1.35") or a full GKE version ("1.35.2-gke.1842000"); DRANET needs >= 1.34.
+    version: str = Field("1.35", pattern=GKE_VERSION)
+    deletion_protection: bool = True
+    system_pool: SystemPoolConfig = SystemPoolConfig()
+
+    @property
+    def kubernetes_minor(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+
+def _seed_rdma_ranges() -> tuple[IPv4Network, ...]:
+    return tuple(IPv4Network(f"192.168.{index + 1}.0/24") for index in range(8))
+
+
+class NetworkConfig(ConfigModel):
+    mtu: int = Field(8896, ge=1300, le=8896)
+    node_range: IPv4Network = IPv4Network("10.0.0.0/20")
+    pod_range: IPv4Network = IPv4Network("10.64.0.0/19")
+    service_range: IPv4Network = IPv4Network("10.65.0.0/19")
+    dcn_ranges: tuple[IPv4Network, IPv4Network] = (
+        IPv4Network("10.50.0.0/16"),
+        IPv4Network("10.60.0.0/16"),
+    )
+    gvnic_range: IPv4Network = IPv4Network("192.168.0.0/24")
+    rdma_ranges: tuple[IPv4Network, ...] = Field(default_factory=_seed_rdma_ranges)
+
+
+class TpuSliceConfig(ConfigModel):
+    """`count` slices of one shape; each slice is one node pool named `<name>-<index>`."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=36)
+    generation: str = "v6e"
+    topology: str
+    count: int = Field(1, ge=1)
+    machine_type: str | None = None
+    capacity: TpuCapacity = "onDemand"
+    reservation: str | None = None
+
+    @property
+    def slice(self) -> topology.TpuSlice:
+        return topology.tpu_slice(self.generation, self.topology, self.machine_type)
+
+    @property
+    def pool_names(self) -> list[str]:
+        return [f"{self.name}-{index}" for index in range(self.count)]
+
+
+class GpuPoolConfig(ConfigModel):
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    machine_type: str = topology.A4_MACHINE_TYPE
+    min_nodes: int = Field(0, ge=0)
+    max_nodes: int = Field(ge=1)
+    capacity: GpuCapacity = "dwsQueued"
+    reservation: str | None = None
+    gpu_driver_version: GpuDriverVersion = "DEFAULT"
+
+    @property
+    def machine(self) -> topology.GpuMachine:
+        return topology.gpu_machine(self.machine_type)
+
+
+class StorageConfig(ConfigModel):
+    bucket: str = Field(pattern=r"^[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9]$")
+    location: str | None = None
+    namespace: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
+    service_account: str = Field("trainyard-runner", pattern=DNS_LABEL, max_length=63)
+    # Datasets and checkpoints outlive the stack unless the config says otherwise.
+    delete_with_stack: bool = False
+
+
+class StackConfig(BaseModel):
+    """Everything one stack says, typed; the single input of every component."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    project: str = Field(alias="gcp:project", pattern=PROJECT_ID)
+    region: str = Field(alias="gcp:region", pattern=REGION)
+    zone: str = Field(alias="trainyard:zone", pattern=ZONE)
+    cluster: ClusterConfig = Field(ClusterConfig(), alias="trainyard:cluster")
+    network: NetworkConfig = Field(NetworkConfig(), alias="trainyard:network")
+    tpu_slices: tuple[TpuSliceConfig, ...] = Field((), alias="trainyard:tpuSlices")
+    gpu_pools: tuple[GpuPoolConfig, ...] = Field((), alias="trainyard:gpuPools")
+    storage: StorageConfig = Field(alias="trainyard:storage")
+    kueue: KueueConfig = Field(KueueConfig(), alias="trainyard:kueue")
+    jobs: JobsConfig = Field(JobsConfig(), alias="trainyard:jobs")
+
+    @property
+    def bucket_location(self) -> str:
+        return self.storage.location or self.region.upper()
+
+    @property
+    def multislice(self) -> bool:
+        """Any slice group with more than one slice talks over the data-center network."""
+        return any(group.count > 1 for group in self.tpu_slices)
