@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from components import topology
 from components.config_models import StackConfig
 from components.config_problem import UNSET, ConfigProblem, reason
+from components.facts import topology
 from components.job_checks import job_problems
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components import topology
 from components.config_base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, ZONE, ConfigModel
+from components.facts import topology
 from components.jobs_config import JobsConfig, KueueConfig
 
 TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]

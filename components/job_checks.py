@@ -6,9 +6,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from components import jobs_config, topology
+from components import jobs_config
 from components.config_models import StackConfig
 from components.config_problem import ConfigProblem, reason
+from components.facts import topology
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:

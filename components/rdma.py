@@ -12,9 +12,8 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import topology
 from components.config_models import StackConfig
-from components.facts import gke
+from components.facts import gke, topology
 from components.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 # The CLI runs this file with policies/ as the working directory; the rules import `policies.*` and
-# `components.topology`/`components.cost`, so the project root must be importable.
+# `components.facts.topology`/`components.facts.cost`, so the project root must be importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pulumi_policy import PolicyPack

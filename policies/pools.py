@@ -1,7 +1,7 @@
 """What a GKE node pool's engine-shaped inputs say: accelerator, capacity mode, size, node labels.
 
 Rules and stack checks share this reading so "is this a DWS pool" or "how many chips per node" has one
-answer. Sizes come from ``components.cost.pool_size`` (the same numbers the cost estimate uses).
+answer. Sizes come from ``components.facts.cost.pool_size`` (the same numbers the cost estimate uses).
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components import cost, topology
-from components.facts import gke
+from components.facts import cost, gke, topology
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_TYPE, TPU_RESOURCE
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, StackValidationArgs
 
-from components import cost
+from components.facts import cost
 from components.facts.gke import (
     GPU_RESOURCE,
     PROVISIONING_REQUEST_CONTROLLER,

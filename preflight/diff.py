@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components import cost
+from components.facts import cost
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
 from preflight import policy_runner
 

@@ -6,8 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from components import cost
-from components.facts import gke
+from components.facts import cost, gke
 from preflight.mocks import Registration
 
 

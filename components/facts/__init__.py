@@ -1,4 +1,6 @@
-"""Facts with no Pulumi import: GKE and Kubernetes names (and, later, topology and prices).
+"""The lowest layer: facts with no Pulumi import and no pydantic.
 
-The stack, the policy pack (in its own venv, without pydantic), preflight and the tests all read these.
+Accelerator topology and machine shapes (`topology`), GKE and Kubernetes names (`gke`), prices and the
+cost estimate (`cost`, `prices.yaml`). The stack, the policy pack (in its own venv), preflight and the
+tests all read these; nothing here imports another layer.
 """

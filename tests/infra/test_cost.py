@@ -1,11 +1,11 @@
-"""components.cost: node pools priced at minimum and maximum scale from engine-shaped inputs."""
+"""components.facts.cost: node pools priced at minimum and maximum scale from engine-shaped inputs."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from components import cost, topology
+from components.facts import cost, topology
 from tests.infra import policy_fixtures as fx
 
 BOOK = cost.load_prices()

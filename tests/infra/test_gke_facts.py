@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import cost
-from components.facts import gke
+from components.facts import cost, gke
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from components import topology
-from components.facts import gke
+from components.facts import gke, topology
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
 CAPACITY_MODES = ("on-demand", "spot", "flex-start")  # the price book's columns
@@ -315,5 +314,5 @@ def render_table(cost: StackCost) -> str:
     for item in cost.unpriced:
         lines.append(f"unpriced: {item.name}: {item.reason}")
     if any(pool.estimate for pool in cost.pools):
-        lines.append("~ price is an estimate (see components/prices.yaml)")
+        lines.append("~ price is an estimate (see components/facts/prices.yaml)")
     return "\n".join(lines)
