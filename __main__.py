@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.config import load_stack_config, raw_stack_config
+from components.config.load import load_stack_config, raw_stack_config
 from components.stack import TrainyardStack
 
 # A ConfigError is a pulumi.RunError: the engine shows its lines (key, value, what is allowed) and no trace.

@@ -17,7 +17,7 @@ sys.path.insert(0, str(PROJECT_DIR))
 
 import yaml
 
-from components.config import load_stack_config
+from components.config.load import load_stack_config
 from preflight import policy_runner
 from preflight.kube_schemas import check_manifests
 from preflight.plan import plan_config, plan_stack

@@ -9,7 +9,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components import node_pools
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 from components.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
 
 SYSTEM_POOL_NAME = "system"

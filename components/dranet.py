@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 from components.facts import gke
 
 CLAIM_NAME = "netdev"  # the pod's name for the claim

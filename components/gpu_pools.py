@@ -6,7 +6,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components import node_pools
-from components.config_models import GpuPoolConfig, StackConfig
+from components.config.models import GpuPoolConfig, StackConfig
 from components.network import Networks
 
 

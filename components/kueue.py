@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_POOL_NAME
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 from components.facts import gke, topology
 from components.facts.gke import CAPACITY_LABELS, GPU_RESOURCE, NODE_POOL_LABEL, QUEUED_LABEL, TPU_RESOURCE
 from components.node_pools import is_flex_start

@@ -8,7 +8,7 @@ from ipaddress import IPv4Network
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 
 POD_RANGE_NAME = "pods"
 SERVICE_RANGE_NAME = "services"

@@ -13,8 +13,8 @@ import shlex
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import jobs_config
-from components.config_models import StackConfig, TpuSliceConfig
+from components.config.jobs import DCN_FILL_AXIS, ICI_FILL_AXIS, MaxTextJobConfig
+from components.config.models import StackConfig, TpuSliceConfig
 from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
 from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
@@ -23,7 +23,6 @@ from components.facts.gke import (
     SKIP_AWAIT,
     TPU_RESOURCE,
 )
-from components.jobs_config import MaxTextJobConfig
 from components.workload_code import WorkloadCode
 from components.workload_target import WorkloadTarget
 
@@ -55,8 +54,8 @@ def mesh_sizes(sizes: dict[str, int], fill_axis: str, target: int | None) -> dic
 def maxtext_parallelism(job: MaxTextJobConfig, group: TpuSliceConfig) -> dict[str, int]:
     """MaxText's `<kind>_<axis>_parallelism` arguments; an elastic job's DCN fill axis stays -1."""
     lowest, highest = slice_range(job, group)
-    ici = mesh_sizes(job.ici, jobs_config.ICI_FILL_AXIS, group.slice.chips)
-    dcn = mesh_sizes(job.dcn, jobs_config.DCN_FILL_AXIS, highest if lowest == highest else None)
+    ici = mesh_sizes(job.ici, ICI_FILL_AXIS, group.slice.chips)
+    dcn = mesh_sizes(job.dcn, DCN_FILL_AXIS, highest if lowest == highest else None)
     return {
         **{f"ici_{axis}_parallelism": size for axis, size in sorted(ici.items())},
         **{f"dcn_{axis}_parallelism": size for axis, size in sorted(dcn.items())},

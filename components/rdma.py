@@ -12,7 +12,7 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 from components.facts import gke, topology
 from components.network import Networks, NodeNetwork
 

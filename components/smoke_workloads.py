@@ -11,7 +11,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config_models import GpuPoolConfig, StackConfig, TpuSliceConfig
+from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
 from components.torch_workloads import (
     RDZV_PORT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from components.cluster import Cluster
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 from components.dranet import Dranet
 from components.gpu_pools import GpuPools
 from components.kueue import Kueue

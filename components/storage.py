@@ -6,7 +6,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.config_models import StackConfig
+from components.config.models import StackConfig
 
 OBJECT_USER_ROLE = "roles/storage.objectUser"
 

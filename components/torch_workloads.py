@@ -13,7 +13,8 @@ import shlex
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config_models import GpuPoolConfig, StackConfig
+from components.config.jobs import FsdpJobConfig
+from components.config.models import GpuPoolConfig, StackConfig
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
@@ -23,7 +24,6 @@ from components.facts.gke import (
     MAX_RUN_ANNOTATION,
     SKIP_AWAIT,
 )
-from components.jobs_config import FsdpJobConfig
 from components.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.workload_code import TOP_LEVEL, WorkloadCode
 from components.workload_target import WorkloadTarget

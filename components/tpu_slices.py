@@ -6,7 +6,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components import node_pools
-from components.config_models import StackConfig, TpuSliceConfig
+from components.config.models import StackConfig, TpuSliceConfig
 from components.facts import gke
 from components.network import Networks
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.config import ConfigError, load_stack_config
+from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight import policy_runner
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS

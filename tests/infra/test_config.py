@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
+from components.config.load import ConfigError, load_stack_config
 from tests.infra.conftest import as_engine_config, dev_config_values
 
 

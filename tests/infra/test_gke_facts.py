@@ -28,7 +28,7 @@ def test_capacity_is_read_in_the_configs_words_and_priced_by_its_column(inputs, 
 def test_every_config_capacity_has_a_price_column():
     from typing import get_args
 
-    from components.config_models import GpuCapacity, TpuCapacity
+    from components.config.models import GpuCapacity, TpuCapacity
 
     assert set(get_args(GpuCapacity)) | set(get_args(TpuCapacity)) == set(cost.PRICE_COLUMN)
     assert set(cost.PRICE_COLUMN.values()) == set(cost.CAPACITY_MODES)

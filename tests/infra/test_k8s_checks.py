@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
+from components.config.load import ConfigError, load_stack_config
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from tests.infra.conftest import as_engine_config, dev_config_values
 from tests.infra.test_k8s_kueue_rdma import manifest

@@ -8,13 +8,13 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # Config flows one way: base and models <- checks <- loading.
 CONFIG_RANKS = {
-    "components.config_base": 0,
-    "components.config_problem": 0,
-    "components.jobs_config": 1,
-    "components.config_models": 1,
-    "components.config_checks": 2,
-    "components.job_checks": 2,
-    "components.config": 3,
+    "components.config.base": 0,
+    "components.config.problem": 0,
+    "components.config.jobs": 1,
+    "components.config.models": 1,
+    "components.config.checks": 2,
+    "components.config.job_checks": 2,
+    "components.config.load": 3,
 }
 
 
@@ -49,6 +49,6 @@ def test_one_base_model_and_one_dns_label_pattern():
         if line.startswith(("class _Model", "DNS_LABEL =", "class ConfigModel"))
     ]
     assert sorted(definitions) == [
-        "config_base.py: DNS_LABEL = r\"^[a-z]([-a-z0-9]*[a-z0-9])?$\"",
-        "config_base.py: class ConfigModel(BaseModel):",
+        "base.py: DNS_LABEL = r\"^[a-z]([-a-z0-9]*[a-z0-9])?$\"",
+        "base.py: class ConfigModel(BaseModel):",
     ]

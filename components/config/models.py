@@ -1,6 +1,6 @@
 """The stack config's models: what each key of `Pulumi.<stack>.yaml` may hold, typed.
 
-Parsed once by `components.config.load_stack_config`; cross-field rules live in `config_checks`.
+Parsed once by `components.config.load.load_stack_config`; cross-field rules live in `checks`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.config_base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, ZONE, ConfigModel
+from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, ZONE, ConfigModel
+from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
-from components.jobs_config import JobsConfig, KueueConfig
 
 TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]
 GpuCapacity = Literal["dwsQueued", "flexStart", "spot", "onDemand", "reservation"]

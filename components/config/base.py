@@ -1,7 +1,7 @@
 """What every stack config model shares: the base class and the patterns of values.
 
-Config flows one way: these and the models (`config_models`, `jobs_config`) <- the checks
-(`config_checks`, `job_checks`) <- the loader (`config`). Nothing here imports a check or the loader.
+Config flows one way: these and the models (`models`, `jobs`) <- the checks (`checks`,
+`job_checks`) <- the loader (`load`). Nothing here imports a check or the loader.
 """
 
 from __future__ import annotations

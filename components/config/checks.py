@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from components.config_models import StackConfig
-from components.config_problem import UNSET, ConfigProblem, reason
+from components.config.job_checks import job_problems
+from components.config.models import StackConfig
+from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import topology
-from components.job_checks import job_problems
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
 PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the default 110 pods per node

@@ -1,6 +1,6 @@
 """The `trainyard:kueue` and `trainyard:jobs` config: which workloads a stack starts, and with what.
 
-Built on `config_base.ConfigModel` (camelCase keys, unknown keys refused); cross-checks that need the slices and
+Built on `base.ConfigModel` (camelCase keys, unknown keys refused); cross-checks that need the slices and
 pools (parallelism vs chips and slices, jobs naming pools that do not exist) live in `job_checks.py`.
 Every accelerator number a job needs (hosts, chips per host, worker count) comes from topology facts, never
 from here: a job names the slice group or GPU pool it runs on.
@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.config_base import DNS_LABEL, QUANTITY, VERSION_TAG, ConfigModel
+from components.config.base import DNS_LABEL, QUANTITY, VERSION_TAG, ConfigModel
 
 # MaxText 0.2.5's `<kind>_<name>_parallelism` names (workloads/maxtext/parallelism.py; a test keeps them equal).
 MAXTEXT_AXES = (

@@ -6,9 +6,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from components import jobs_config
-from components.config_models import StackConfig
-from components.config_problem import ConfigProblem, reason
+from components.config.jobs import DCN_FILL_AXIS, ICI_FILL_AXIS, MAXTEXT_AXES, MaxTextJobConfig
+from components.config.models import StackConfig
+from components.config.problem import ConfigProblem, reason
 from components.facts import topology
 
 
@@ -29,9 +29,9 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             chips = group.slice.chips
         except topology.TopologyError:
             continue  # reported against the slice group
-        yield from _mesh_problems(f"{path}.ici", job.ici, jobs_config.ICI_FILL_AXIS, [chips], "chips per slice")
+        yield from _mesh_problems(f"{path}.ici", job.ici, ICI_FILL_AXIS, [chips], "chips per slice")
         counts = list(range(_lowest_slices(job, group.count), _highest_slices(job, group.count) + 1))
-        yield from _mesh_problems(f"{path}.dcn", job.dcn, jobs_config.DCN_FILL_AXIS, counts, "slices")
+        yield from _mesh_problems(f"{path}.dcn", job.dcn, DCN_FILL_AXIS, counts, "slices")
     for index, job in enumerate(config.jobs.fsdp):
         if not job.enabled:
             continue
@@ -52,15 +52,15 @@ def _names(named: dict[str, Any]) -> str:
     return ", ".join(named) or "none configured"
 
 
-def _lowest_slices(job: jobs_config.MaxTextJobConfig, count: int) -> int:
+def _lowest_slices(job: MaxTextJobConfig, count: int) -> int:
     return job.min_slices if job.min_slices is not None else _highest_slices(job, count)
 
 
-def _highest_slices(job: jobs_config.MaxTextJobConfig, count: int) -> int:
+def _highest_slices(job: MaxTextJobConfig, count: int) -> int:
     return job.max_slices if job.max_slices is not None else count
 
 
-def _slice_range_problems(path: str, job: jobs_config.MaxTextJobConfig, count: int) -> Iterator[ConfigProblem]:
+def _slice_range_problems(path: str, job: MaxTextJobConfig, count: int) -> Iterator[ConfigProblem]:
     if job.max_slices is not None and job.max_slices > count:
         yield ConfigProblem(f"{path}.maxSlices", job.max_slices, f"is more than the {count} slices of {job.slices} (allowed: 1 to {count})")
     if job.min_slices is not None and job.min_slices > _highest_slices(job, count):
@@ -70,11 +70,11 @@ def _slice_range_problems(path: str, job: jobs_config.MaxTextJobConfig, count: i
 def _mesh_problems(path: str, sizes: dict[str, int], fill_axis: str, targets: list[int], what: str) -> Iterator[ConfigProblem]:
     """The axes must multiply to each target; the fill axis, unless set, takes what the others leave over."""
     for axis, size in sizes.items():
-        if axis not in jobs_config.MAXTEXT_AXES:
-            yield ConfigProblem(f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(jobs_config.MAXTEXT_AXES)})")
+        if axis not in MAXTEXT_AXES:
+            yield ConfigProblem(f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(MAXTEXT_AXES)})")
         elif size < 1:
             yield ConfigProblem(f"{path}.{axis}", size, f"is not a mesh size (allowed: 1 or more; {fill_axis} takes the rest when unset)")
-    if any(axis not in jobs_config.MAXTEXT_AXES or size < 1 for axis, size in sizes.items()):
+    if any(axis not in MAXTEXT_AXES or size < 1 for axis, size in sizes.items()):
         return
     product = math.prod(sizes.values())
     for target in targets:

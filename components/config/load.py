@@ -1,7 +1,7 @@
 """Loading the stack config: the raw key/value map Pulumi holds -> a checked `StackConfig`.
 
 Keys live in the `trainyard` namespace (plus `gcp:project` and `gcp:region`). `load_stack_config` parses
-them into the models of `config_models`, runs the checks of `config_checks`, and raises `ConfigError`
+them into the models of `models`, runs the checks of `checks`, and raises `ConfigError`
 listing every problem as `<key path>: <value> <what is wrong> (allowed: ...)` before any resource is
 registered.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import pulumi
 from pydantic import ValidationError
 
-from components.config_checks import domain_problems, format_validation_error
-from components.config_models import StackConfig
-from components.config_problem import ConfigProblem
+from components.config.checks import domain_problems, format_validation_error
+from components.config.models import StackConfig
+from components.config.problem import ConfigProblem
 
 NAMESPACE = "trainyard"
 
