@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_POOL_NAME
 from components.config.models import StackConfig
 from components.facts import gke, topology
 from components.facts.gke import CAPACITY_LABELS, GPU_RESOURCE, NODE_POOL_LABEL, QUEUED_LABEL, TPU_RESOURCE
-from components.node_pools import is_flex_start
+from components.infra.cluster import SYSTEM_POOL_NAME
+from components.infra.node_pools import is_flex_start
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
 from components.facts import gke, topology
-from components.network import Networks, NodeNetwork
+from components.infra.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
 # The tutorial's pin (FACTS A); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pulumi
 
-from components.cluster import Cluster
 from components.config.models import StackConfig
 from components.dranet import Dranet
-from components.gpu_pools import GpuPools
+from components.infra.cluster import Cluster
+from components.infra.gpu_pools import GpuPools
+from components.infra.network import Networks
+from components.infra.storage import Storage
+from components.infra.tpu_slices import TpuSlices
 from components.kueue import Kueue
-from components.network import Networks
 from components.ray_workloads import RayWorkloads
 from components.rdma import Rdma
 from components.smoke_workloads import SmokeWorkloads
-from components.storage import Storage
 from components.torch_workloads import TorchWorkloads
-from components.tpu_slices import TpuSlices
 from components.workload_code import WorkloadCode
 from components.workload_target import WorkloadTarget
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from components.network import NodeNetwork
+from components.infra.network import NodeNetwork
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 FLEX_START_CAPACITIES = frozenset({"flexStart", "dwsQueued"})

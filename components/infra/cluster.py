@@ -8,9 +8,9 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components import node_pools
 from components.config.models import StackConfig
-from components.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
+from components.infra import node_pools
+from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
 
 SYSTEM_POOL_NAME = "system"
 

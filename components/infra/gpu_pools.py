@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components import node_pools
 from components.config.models import GpuPoolConfig, StackConfig
-from components.network import Networks
+from components.infra import node_pools
+from components.infra.network import Networks
 
 
 class GpuPools(pulumi.ComponentResource):

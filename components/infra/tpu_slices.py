@@ -5,10 +5,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components import node_pools
 from components.config.models import StackConfig, TpuSliceConfig
 from components.facts import gke
-from components.network import Networks
+from components.infra import node_pools
+from components.infra.network import Networks
 
 
 class TpuSlices(pulumi.ComponentResource):
