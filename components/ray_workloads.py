@@ -15,7 +15,6 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import DCN_FILL_AXIS, ICI_FILL_AXIS, MaxTextJobConfig
 from components.config.models import StackConfig, TpuSliceConfig
-from components.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
 from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
@@ -23,8 +22,9 @@ from components.facts.gke import (
     SKIP_AWAIT,
     TPU_RESOURCE,
 )
-from components.workload_code import WorkloadCode
-from components.workload_target import WorkloadTarget
+from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
+from components.kube.workload_code import WorkloadCode
+from components.kube.workload_target import WorkloadTarget
 
 API_VERSION = "ray.io/v1"
 DATA_MOUNT = "/data"

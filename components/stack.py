@@ -5,19 +5,19 @@ from __future__ import annotations
 import pulumi
 
 from components.config.models import StackConfig
-from components.dranet import Dranet
 from components.infra.cluster import Cluster
 from components.infra.gpu_pools import GpuPools
 from components.infra.network import Networks
 from components.infra.storage import Storage
 from components.infra.tpu_slices import TpuSlices
-from components.kueue import Kueue
+from components.kube.dranet import Dranet
+from components.kube.kueue import Kueue
+from components.kube.rdma import Rdma
+from components.kube.workload_code import WorkloadCode
+from components.kube.workload_target import WorkloadTarget
 from components.ray_workloads import RayWorkloads
-from components.rdma import Rdma
 from components.smoke_workloads import SmokeWorkloads
 from components.torch_workloads import TorchWorkloads
-from components.workload_code import WorkloadCode
-from components.workload_target import WorkloadTarget
 
 
 class TrainyardStack(pulumi.ComponentResource):

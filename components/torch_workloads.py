@@ -24,9 +24,9 @@ from components.facts.gke import (
     MAX_RUN_ANNOTATION,
     SKIP_AWAIT,
 )
-from components.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
-from components.workload_code import TOP_LEVEL, WorkloadCode
-from components.workload_target import WorkloadTarget
+from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
+from components.kube.workload_code import TOP_LEVEL, WorkloadCode
+from components.kube.workload_target import WorkloadTarget
 
 RDZV_PORT = 29400
 DATA_MOUNT = "/data"

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from components import workload_code
+from components.kube import workload_code
 from components.smoke_workloads import ALLGATHER_SCRIPT
 from tests.infra.conftest import PROJECT_DIR
 

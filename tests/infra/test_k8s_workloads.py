@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from components import workload_code
+from components.kube import workload_code
 from tests.infra.conftest import PROJECT_DIR, as_engine_config, dev_config_values
 from tests.infra.test_k8s_kueue_rdma import manifest
 from workloads.fsdp.config import parse_config
@@ -155,6 +155,12 @@ def test_code_archive_is_content_addressed_and_mounted(dev_plan, tmp_path):
     assert workload_code.build_archive(tmp_path) == archive
     (tmp_path / "workloads/maxtext/train.py").write_text((tmp_path / "workloads/maxtext/train.py").read_text() + "\n# changed\n")
     assert workload_code.build_archive(tmp_path).config_map_name != archive.config_map_name
+
+
+def test_the_code_archive_is_found_from_the_project_root_and_never_ships_empty(tmp_path):
+    assert workload_code.PROJECT_DIR == PROJECT_DIR
+    with pytest.raises(FileNotFoundError, match="no workloads/ package under"):
+        workload_code.build_archive(tmp_path)
 
 
 def test_fsdp_job(dev_plan):

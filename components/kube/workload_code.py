@@ -20,7 +20,8 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+# The folder holding Pulumi.yaml, wherever this module sits below it (a fixed parents[n] breaks on a move).
+PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 MOUNT_DIR = "/opt/trainyard/code"
 ARCHIVE_FILE = "workloads.zip"
 # The API server refuses objects over 1 MiB; base64 grows the archive by a third.
@@ -43,7 +44,9 @@ class CodeArchive:
 
 
 def shipped_files(root: Path) -> list[Path]:
-    """The package's source files, sorted: no caches, no bytecode, no tests."""
+    """The package's source files, sorted: no caches, no bytecode, no tests; none found is an error."""
+    if not (root / PACKAGE / "__init__.py").is_file():
+        raise FileNotFoundError(f"no {PACKAGE}/ package under {root}: the trainer code would ship empty")
     return sorted(
         path
         for path in (root / PACKAGE).rglob("*")
