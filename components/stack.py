@@ -14,6 +14,7 @@ from components.kube.dranet import Dranet
 from components.kube.kueue import Kueue
 from components.kube.rdma import Rdma
 from components.kube.workload_code import WorkloadCode
+from components.kube.workload_namespace import WorkloadNamespace
 from components.kube.workload_target import WorkloadTarget
 from components.ray_workloads import RayWorkloads
 from components.smoke_workloads import SmokeWorkloads
@@ -28,8 +29,11 @@ class TrainyardStack(pulumi.ComponentResource):
         self.cluster = Cluster("cluster", config, self.networks, child)
         self.tpu_slices = TpuSlices("tpu-slices", config, self.cluster.cluster, self.networks, child)
         self.gpu_pools = GpuPools("gpu-pools", config, self.cluster.cluster, self.networks, child)
-        self.storage = Storage("storage", config, self.cluster.provider, child)
-        self.kueue = Kueue("kueue", config, self.cluster.provider, self.storage.namespace, child)
+        self.storage = Storage("storage", config, child)
+        self.workload_namespace = WorkloadNamespace(
+            "workload-namespace", config, self.cluster.provider, former_parent=self.storage, opts=child
+        )
+        self.kueue = Kueue("kueue", config, self.cluster.provider, self.workload_namespace.namespace, child)
         self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None
         self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
@@ -39,7 +43,7 @@ class TrainyardStack(pulumi.ComponentResource):
         self.register_outputs(self.outputs())
 
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
-        jobs, provider, namespace = config.jobs, self.cluster.provider, self.storage.namespace
+        jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
         self.code = WorkloadCode("workload-code", provider, namespace, child) if needs_code else None
         self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
@@ -47,11 +51,11 @@ class TrainyardStack(pulumi.ComponentResource):
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None
         if jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices):
-            target = queued.after(self.storage.service_account)
+            target = queued.after(self.workload_namespace.service_account)
             self.ray = RayWorkloads("ray", config, target, self.code, self.dranet, child)
         self.torch = None
         if jobs.enabled_fsdp:
-            target = with_rdma.after(self.storage.service_account)
+            target = with_rdma.after(self.workload_namespace.service_account)
             self.torch = TorchWorkloads("torch", config, target, self.code, child)
         self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
 

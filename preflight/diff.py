@@ -86,6 +86,7 @@ class PlanDiff:
     added: list[Mapping[str, Any]] = field(default_factory=list)
     removed: list[Mapping[str, Any]] = field(default_factory=list)
     changed: list[ResourceChange] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (base URN, head URN) joined by an alias
     new_verdicts: list[policy_runner.Verdict] = field(default_factory=list)
     resolved_verdicts: list[policy_runner.Verdict] = field(default_factory=list)
     base_cost: cost.StackCost | None = None
@@ -152,10 +153,17 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     base_resources = {r["urn"]: r for r in base.get("resources", [])}
     head_resources = {r["urn"]: r for r in head.get("resources", [])}
     result = PlanDiff(stack=str(head.get("stack", "?")), head_resources=list(head_resources.values()))
-    result.added = [r for urn, r in head_resources.items() if urn not in base_resources]
-    result.removed = [r for urn, r in base_resources.items() if urn not in head_resources]
-    for urn in head_resources.keys() & base_resources.keys():
-        old, new = base_resources[urn], head_resources[urn]
+    # The engine treats a resource whose alias names a base URN as that resource: moved, not replaced.
+    base_urn_of = {urn: urn for urn in head_resources.keys() & base_resources.keys()}
+    for urn, resource in head_resources.items():
+        earlier = [alias for alias in resource.get("aliases", []) if alias in base_resources and urn not in base_resources]
+        if earlier:
+            base_urn_of[urn] = earlier[0]
+            result.moved.append((earlier[0], urn))
+    result.added = [r for urn, r in head_resources.items() if urn not in base_urn_of]
+    result.removed = [r for urn, r in base_resources.items() if urn not in base_urn_of.values()]
+    for urn, base_urn in base_urn_of.items():
+        old, new = base_resources[base_urn], head_resources[urn]
         changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {})
         if changes:
             result.changed.append(ResourceChange(urn, new["type"], new["name"], tuple(changes)))
@@ -201,6 +209,14 @@ def _resource_table(title: str, resources: list[Mapping[str, Any]]) -> list[str]
         return []
     rows = [f"| `{r['name']}` | `{r['type']}` |" for r in sorted(resources, key=lambda r: r["urn"])]
     return [f"### {title} ({len(resources)})", "", "| resource | type |", "| --- | --- |", *rows, ""]
+
+
+def _moved_section(diff: PlanDiff) -> list[str]:
+    if not diff.moved:
+        return []
+    rows = [f"| `{new.rsplit('::', 1)[-1]}` | `{old.split('::')[2]}` | `{new.split('::')[2]}` |" for old, new in diff.moved]
+    return [f"### Moved by an alias, not replaced ({len(diff.moved)})", "", "| resource | was | now |",
+            "| --- | --- | --- |", *rows, ""]
 
 
 def _changed_section(diff: PlanDiff) -> list[str]:
@@ -264,11 +280,12 @@ def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) ->
 
 def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
     summary = (f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
-               f"({len(diff.replaced)} replaced)")
+               f"({len(diff.replaced)} replaced)" + (f", {len(diff.moved)} moved by an alias" if diff.moved else ""))
     lines = [f"## trainyard preflight diff — stack `{diff.stack}`", "",
              f"`{base_label}` → `{head_label}`: {summary}", ""]
     lines += _replacement_warning(diff)
-    lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _changed_section(diff)
+    lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _moved_section(diff)
+    lines += _changed_section(diff)
     lines += _verdict_section(diff) + _cost_section(diff)
     lines += ["<details><summary>Stack diagram</summary>", "", *mermaid(diff.head_resources, diff), "", "</details>"]
     return "\n".join(lines) + "\n"

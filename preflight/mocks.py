@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -61,6 +61,7 @@ class Registration:
     provider: str | None
     dependencies: list[str]
     inputs: dict[str, Any]
+    aliases: list[str] = field(default_factory=list)  # earlier URNs the engine treats as this resource
 
 
 def engine_value(value: Any) -> Any:
@@ -95,6 +96,18 @@ class RecordingMonitor(mocks.MockMonitor):
                 qualified = f"{parent_type}${type_}"
         return f"urn:pulumi:{get_stack()}::{get_project()}::{qualified}::{name}"
 
+    def alias_urns(self, request: Any) -> list[str]:
+        """The aliases' URNs: a spec leaves out what stays the same (name, type, parent) as the resource."""
+        urns = []
+        for alias in request.aliases:
+            if alias.urn:
+                urns.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return sorted(urns)
+
     def RegisterResource(self, request: Any) -> Any:
         """Echo the wire inputs back as outputs, plus what the cloud computes. Working on the protobuf directly
         skips the SDK mock's deserialize/serialize round trip, most of the per-resource cost of a plan."""
@@ -116,6 +129,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 provider=_provider_urn(request.provider, request.type, request.custom),
                 dependencies=sorted(request.dependencies),
                 inputs=engine_value(wire_inputs),
+                aliases=self.alias_urns(request),
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)

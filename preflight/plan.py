@@ -34,7 +34,7 @@ class Plan:
             "project": self.project,
             "stack": self.stack,
             "config": self.config,
-            "resources": [asdict(resource) for resource in self.resources],
+            "resources": [resource_json(resource) for resource in self.resources],
             "outputs": self.outputs,
             "manifests": self.manifests,
         }
@@ -116,3 +116,11 @@ def plan_stack(stack: str, project_dir: Path) -> Plan:
     """Plan a stack of the project in `project_dir` with the settings of its Pulumi.<stack>.yaml."""
     files = read_stack_files(project_dir, stack)
     return plan_config(files.project, stack, files.main, files.config, files.secret_keys)
+
+
+def resource_json(resource: Registration) -> dict[str, Any]:
+    """One resource of the plan JSON; `aliases` only where the resource has some (most never do)."""
+    entry = asdict(resource)
+    if not entry["aliases"]:
+        del entry["aliases"]
+    return entry

@@ -1,10 +1,9 @@
-"""The datasets-and-checkpoints bucket, the workload namespace and service account, and their IAM link."""
+"""The datasets-and-checkpoints bucket, and its grant to the workloads' Kubernetes service account."""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
-import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
 
@@ -21,12 +20,8 @@ def workload_identity_principal(project_number: str, project: str, namespace: st
 
 class Storage(pulumi.ComponentResource):
     bucket: gcp.storage.Bucket
-    namespace: k8s.core.v1.Namespace
-    service_account: k8s.core.v1.ServiceAccount
 
-    def __init__(
-        self, name: str, config: StackConfig, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None
-    ):
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Storage", name, None, opts)
         storage = config.storage
         self.bucket = gcp.storage.Bucket(
@@ -40,17 +35,6 @@ class Storage(pulumi.ComponentResource):
             # Checkpoints and datasets outlive `pulumi destroy` unless the config says otherwise.
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=not storage.delete_with_stack),
         )
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespace = k8s.core.v1.Namespace(
-            storage.namespace,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=storage.namespace),
-            opts=k8s_opts,
-        )
-        self.service_account = k8s.core.v1.ServiceAccount(
-            storage.service_account,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=storage.service_account, namespace=self.namespace.metadata.name),
-            opts=k8s_opts,
-        )
         project_number = gcp.organizations.get_project_output(project_id=config.project).number
         gcp.storage.BucketIAMMember(
             f"{storage.bucket}-workload-object-user",
@@ -63,4 +47,4 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"bucket": self.bucket.name, "namespace": self.namespace.metadata.name})
+        self.register_outputs({"bucket": self.bucket.name})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from tests.infra.conftest import one
 
 STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
@@ -119,3 +122,35 @@ def test_outputs(dev_plan):
         "gpuPools": ["gpu-nodepool-dws"],
         "getCredentials": "gcloud container clusters get-credentials trainyard-dev --location us-east5-b --project trainyard-dev",
     }
+
+
+PINNED_URNS_FILE = Path(__file__).with_name("dev_plan_urns.txt")
+CODE_CONFIG_MAP = re.compile(r"::workloads-[0-9a-f]{16}$")  # named by the trainer code's hash, on purpose
+
+
+def pinned_urns() -> set[str]:
+    lines = PINNED_URNS_FILE.read_text().splitlines()
+    return {line for line in lines if line and not line.startswith("#")}
+
+
+def test_every_pinned_urn_is_kept_or_aliased(dev_plan):
+    current = {r.urn for r in dev_plan.resources}
+    aliased = {alias for r in dev_plan.resources for alias in r.aliases}
+    assert sorted(pinned_urns() - current - aliased) == []
+
+
+def test_every_urn_is_pinned_so_new_identities_are_deliberate(dev_plan):
+    pinned = pinned_urns()
+    unpinned = [
+        r.urn for r in dev_plan.resources
+        if r.urn not in pinned and not CODE_CONFIG_MAP.search(r.urn) and not set(r.aliases) & pinned
+    ]
+    assert unpinned == []
+
+
+def test_namespace_and_service_account_keep_their_urns_under_storage_through_aliases(dev_plan):
+    old_parent = "urn:pulumi:dev::trainyard::trainyard:infra:Stack$trainyard:infra:Storage"
+    for type_, name in (("kubernetes:core/v1:Namespace", "trainyard"), ("kubernetes:core/v1:ServiceAccount", "trainyard-runner")):
+        [resource] = [r for r in dev_plan.resources if (r.type, r.name) == (type_, name)]
+        assert resource.parent.endswith("$trainyard:k8s:WorkloadNamespace::workload-namespace")
+        assert resource.aliases == [f"{old_parent}${type_}::{name}"]

@@ -26,6 +26,21 @@ def test_identical_plans_have_no_changes():
     assert result.head_cost.max_usd_per_hour == pytest.approx(result.base_cost.max_usd_per_hour)
 
 
+def test_a_resource_moved_under_an_alias_is_neither_added_nor_removed():
+    stack = fx.good_stack()
+    network = fx.by_name(stack, "trainyard-dev-dcn-1")
+    moved = {**fx.changed(network, "mtu", 1500.0), "urn": network["urn"].replace("::trainyard-dev-dcn-1", "-new::trainyard-dev-dcn-1")}
+    def head_with(resource):
+        return fx.plan([resource if item is network else item for item in stack])
+
+    result = diff.compare(fx.plan(stack), head_with({**moved, "aliases": [network["urn"]]}))
+    assert (result.added, result.removed, result.moved) == ([], [], [(network["urn"], moved["urn"])])
+    assert [(c.path, c.old, c.new) for change in result.changed for c in change.changes] == [("mtu", 8896.0, 1500.0)]
+    assert "1 moved by an alias" in diff.render_markdown(result, "main")
+    without_alias = diff.compare(fx.plan(stack), head_with(moved))
+    assert [r["urn"] for r in without_alias.added] == [moved["urn"]] and without_alias.moved == []
+
+
 def test_mtu_change_shows_path_values_and_the_new_violation():
     result = diff.compare(fx.plan(fx.good_stack()), edited("trainyard-dev-dcn-1", "mtu", 1500.0))
     (change,) = result.changed

@@ -49,7 +49,8 @@ def test_json_contract(dev_run):
     assert {"project", "stack", "resources"} <= set(plan)
     assert (plan["project"], plan["stack"]) == ("trainyard", "dev")
     for resource in plan["resources"]:
-        assert set(resource) == {"urn", "type", "name", "parent", "custom", "provider", "dependencies", "inputs"}
+        assert set(resource) - {"aliases"} == {"urn", "type", "name", "parent", "custom", "provider", "dependencies", "inputs"}
+        assert resource.get("aliases", ["present only when not empty"])
         assert resource["urn"].startswith("urn:pulumi:dev::trainyard::")
     pool = next(r for r in plan["resources"] if r["name"] == "v6e-16-0")
     assert pool["inputs"]["nodeCount"] == 4.0 and isinstance(pool["inputs"]["nodeCount"], float)
