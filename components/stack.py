@@ -10,15 +10,15 @@ from components.infra.gpu_pools import GpuPools
 from components.infra.network import Networks
 from components.infra.storage import Storage
 from components.infra.tpu_slices import TpuSlices
+from components.jobs.ray_workloads import RayWorkloads
+from components.jobs.smoke_workloads import SmokeWorkloads
+from components.jobs.torch_workloads import TorchWorkloads
 from components.kube.dranet import Dranet
 from components.kube.kueue import Kueue
 from components.kube.rdma import Rdma
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_namespace import WorkloadNamespace
 from components.kube.workload_target import WorkloadTarget
-from components.ray_workloads import RayWorkloads
-from components.smoke_workloads import SmokeWorkloads
-from components.torch_workloads import TorchWorkloads
 
 
 class TrainyardStack(pulumi.ComponentResource):

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
+from components.jobs.smoke_workloads import ALLGATHER_SCRIPT
 from components.kube import workload_code
-from components.smoke_workloads import ALLGATHER_SCRIPT
 from tests.infra.conftest import PROJECT_DIR
 
 RAY_PYTHON = PROJECT_DIR / ".venv-maxtext" / "bin" / "python"

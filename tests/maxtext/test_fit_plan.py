@@ -15,7 +15,7 @@ TINY = ["base_emb_dim=64", "base_num_query_heads=4", "base_num_kv_heads=4", "bas
 
 
 def ray_job(name: str, slice_flags: str, maxtext_args: list[str]) -> dict:
-    """A RayJob as components/ray_workloads.py renders it (the trainer's own flags included)."""
+    """A RayJob as components/jobs/ray_workloads.py renders it (the trainer's own flags included)."""
     entrypoint = (f"python -m workloads.maxtext.train {slice_flags} --max-failures 3 --storage-path /data/maxtext "
                   f"--name {name} -- {shlex.join(maxtext_args)}")
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": {"entrypoint": entrypoint}}

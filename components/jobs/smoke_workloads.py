@@ -13,14 +13,14 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
-from components.kube.workload_target import WorkloadTarget
-from components.torch_workloads import (
+from components.jobs.torch_workloads import (
     RDZV_PORT,
     host_library_mounts,
     host_library_volumes,
     nccl_env,
     rdma_pod_annotations,
 )
+from components.kube.workload_target import WorkloadTarget
 
 SCRIPT_DIR = "/smoke"
 ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data. Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
