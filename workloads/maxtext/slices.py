@@ -27,6 +27,15 @@ def chips_in_topology(topology: str) -> int:
     return math.prod(int(dim) for dim in dims)
 
 
+def slice_range(slices: int, min_slices: int | None = None, max_slices: int | None = None) -> tuple[int, int]:
+    """(fewest, most) slices a job runs on: it starts with `slices`; elastic bounds widen the range.
+
+    The one definition: the stack's config checks and RayJob (loaded by path, see
+    components/facts/maxtext.py) and the trainer's flags all use it.
+    """
+    return (slices if min_slices is None else min_slices, slices if max_slices is None else max_slices)
+
+
 @dataclass(frozen=True)
 class SliceFacts:
     """What one MaxText job runs on: `slices` slices of `hosts_per_slice` VMs with `chips_per_host` each.
@@ -77,11 +86,11 @@ class SliceFacts:
 
     @property
     def lowest_slices(self) -> int:
-        return self.slices if self.min_slices is None else self.min_slices
+        return slice_range(self.slices, self.min_slices, self.max_slices)[0]
 
     @property
     def highest_slices(self) -> int:
-        return self.slices if self.max_slices is None else self.max_slices
+        return slice_range(self.slices, self.min_slices, self.max_slices)[1]
 
     @property
     def is_elastic(self) -> bool:
