@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
-from components.config.jobs import DCN_FILL_AXIS, ICI_FILL_AXIS, MAXTEXT_AXES, MaxTextJobConfig
+from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.config.problem import ConfigProblem, reason
-from components.facts import topology
+from components.facts import maxtext, topology
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -24,14 +23,20 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         if group is None:
             yield ConfigProblem(f"{path}.slices", job.slices, f"is not a trainyard:tpuSlices name (allowed: {_names(groups)})")
             continue
-        yield from _slice_range_problems(path, job, group.count)
+        range_problems = list(_slice_range_problems(path, job, group.count))
+        yield from range_problems
         try:
             chips = group.slice.chips
         except topology.TopologyError:
             continue  # reported against the slice group
-        yield from _mesh_problems(f"{path}.ici", job.ici, ICI_FILL_AXIS, [chips], "chips per slice")
-        counts = list(range(_lowest_slices(job, group.count), _highest_slices(job, group.count) + 1))
-        yield from _mesh_problems(f"{path}.dcn", job.dcn, DCN_FILL_AXIS, counts, "slices")
+        axis_problems = [*_axis_problems(f"{path}.ici", job.ici), *_axis_problems(f"{path}.dcn", job.dcn)]
+        axis_problems += _mesh_in_extra_args_problems(path, job.extra_args)
+        yield from axis_problems
+        if range_problems or axis_problems:
+            continue
+        job_range = maxtext.job_slice_range(group.count, job.min_slices, job.max_slices)
+        for kind, message in maxtext.mesh_errors(job.ici, job.dcn, job.extra_args, chips, job_range).items():
+            yield ConfigProblem(f"{path}.{kind}", getattr(job, kind), f"cannot run: {message}")
     for index, job in enumerate(config.jobs.fsdp):
         if not job.enabled:
             continue
@@ -52,38 +57,33 @@ def _names(named: dict[str, Any]) -> str:
     return ", ".join(named) or "none configured"
 
 
-def _lowest_slices(job: MaxTextJobConfig, count: int) -> int:
-    return job.min_slices if job.min_slices is not None else _highest_slices(job, count)
-
-
-def _highest_slices(job: MaxTextJobConfig, count: int) -> int:
-    return job.max_slices if job.max_slices is not None else count
-
-
 def _slice_range_problems(path: str, job: MaxTextJobConfig, count: int) -> Iterator[ConfigProblem]:
+    highest = maxtext.job_slice_range(count, None, job.max_slices)[1]
     if job.max_slices is not None and job.max_slices > count:
         yield ConfigProblem(f"{path}.maxSlices", job.max_slices, f"is more than the {count} slices of {job.slices} (allowed: 1 to {count})")
-    if job.min_slices is not None and job.min_slices > _highest_slices(job, count):
-        yield ConfigProblem(f"{path}.minSlices", job.min_slices, f"is above maxSlices (allowed: 1 to {_highest_slices(job, count)})")
+    if job.min_slices is not None and job.min_slices > highest:
+        yield ConfigProblem(f"{path}.minSlices", job.min_slices, f"is above maxSlices (allowed: 1 to {highest})")
 
 
-def _mesh_problems(path: str, sizes: dict[str, int], fill_axis: str, targets: list[int], what: str) -> Iterator[ConfigProblem]:
-    """The axes must multiply to each target; the fill axis, unless set, takes what the others leave over."""
+def _mesh_in_extra_args_problems(path: str, extra_args: dict[str, str]) -> list[ConfigProblem]:
+    """A mesh size in extraArgs would silently override ici/dcn: it has one place, and that is ici/dcn."""
+    problems = []
+    for key, value in extra_args.items():
+        if match := maxtext.PARALLELISM_ARGUMENT.match(key):
+            kind, axis = match.groups()
+            problems.append(ConfigProblem(
+                f"{path}.extraArgs.{key}", value, f"is a mesh size (allowed: set it as {path}.{kind}.{axis})"
+            ))
+    return problems
+
+
+def _axis_problems(path: str, sizes: dict[str, int]) -> Iterator[ConfigProblem]:
+    """Each configured axis by its own key; how the sizes multiply is the trainer's rule (facts.maxtext)."""
     for axis, size in sizes.items():
-        if axis not in MAXTEXT_AXES:
-            yield ConfigProblem(f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(MAXTEXT_AXES)})")
+        if axis not in maxtext.MAXTEXT_AXES:
+            yield ConfigProblem(f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(maxtext.MAXTEXT_AXES)})")
         elif size < 1:
-            yield ConfigProblem(f"{path}.{axis}", size, f"is not a mesh size (allowed: 1 or more; {fill_axis} takes the rest when unset)")
-    if any(axis not in MAXTEXT_AXES or size < 1 for axis, size in sizes.items()):
-        return
-    product = math.prod(sizes.values())
-    for target in targets:
-        fits = product == target if fill_axis in sizes else target % product == 0
-        if not fits:
-            rule = f"a product of exactly {target}" if fill_axis in sizes else f"a product dividing {target}, {fill_axis} takes the rest"
-            elastic = f" (the job runs on {targets[0]}..{targets[-1]} slices)" if len(targets) > 1 else ""
-            yield ConfigProblem(path, sizes, f"multiplies to {product} but the job has {target} {what}{elastic} (allowed: {rule})")
-            return
+            yield ConfigProblem(f"{path}.{axis}", size, "is not a mesh size (allowed: 1 or more; the fill axis takes the rest when unset)")
 
 
 def _job_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:

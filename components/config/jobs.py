@@ -14,14 +14,6 @@ from pydantic import Field
 
 from components.config.base import DNS_LABEL, QUANTITY, VERSION_TAG, ConfigModel
 
-# MaxText 0.2.5's `<kind>_<name>_parallelism` names (workloads/maxtext/parallelism.py; a test keeps them equal).
-MAXTEXT_AXES = (
-    "diloco", "data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "context", "context_usp_ulysses",
-    "context_autoregressive", "tensor", "tensor_sequence", "expert", "autoregressive",
-)  # fmt: skip
-# The axis that takes what the others leave: MaxText's own defaults (FSDP within a slice, data across).
-ICI_FILL_AXIS = "fsdp"
-DCN_FILL_AXIS = "data"
 RemPolicy = Literal[
     "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp",
     "save_qkv_proj", "qkv_proj_offloaded", "custom", "minimal_offloaded", "save_out_proj", "full",

@@ -7,14 +7,14 @@ group the job names; the trainer gets them as flags (workloads/maxtext/train.py)
 
 from __future__ import annotations
 
-import math
 import shlex
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.jobs import DCN_FILL_AXIS, ICI_FILL_AXIS, MaxTextJobConfig
+from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig, TpuSliceConfig
+from components.facts import maxtext
 from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
@@ -38,28 +38,7 @@ HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 
 def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]:
     """(fewest, most) slices the job runs on; equal unless the job is elastic."""
-    highest = job.max_slices if job.max_slices is not None else group.count
-    lowest = job.min_slices if job.min_slices is not None else highest
-    return lowest, highest
-
-
-def mesh_sizes(sizes: dict[str, int], fill_axis: str, target: int | None) -> dict[str, int]:
-    """The configured axes plus the fill axis sized to what is left; None leaves it to MaxText (-1)."""
-    resolved = dict(sizes)
-    if fill_axis not in resolved:
-        resolved[fill_axis] = -1 if target is None else target // math.prod(sizes.values())
-    return resolved
-
-
-def maxtext_parallelism(job: MaxTextJobConfig, group: TpuSliceConfig) -> dict[str, int]:
-    """MaxText's `<kind>_<axis>_parallelism` arguments; an elastic job's DCN fill axis stays -1."""
-    lowest, highest = slice_range(job, group)
-    ici = mesh_sizes(job.ici, ICI_FILL_AXIS, group.slice.chips)
-    dcn = mesh_sizes(job.dcn, DCN_FILL_AXIS, highest if lowest == highest else None)
-    return {
-        **{f"ici_{axis}_parallelism": size for axis, size in sorted(ici.items())},
-        **{f"dcn_{axis}_parallelism": size for axis, size in sorted(dcn.items())},
-    }
+    return maxtext.job_slice_range(group.count, job.min_slices, job.max_slices)
 
 
 def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
@@ -74,7 +53,7 @@ def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]
     }
     if job.remat_policy:
         values["remat_policy"] = job.remat_policy
-    values.update(maxtext_parallelism(job, group))
+    values.update(maxtext.parallelism_arguments(job.ici, job.dcn, group.slice.chips, slice_range(job, group)))
     values.update(job.extra_args)
     return [f"{key}={value}" for key, value in values.items()]
 

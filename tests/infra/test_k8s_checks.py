@@ -84,19 +84,29 @@ def maxtext(values, index=0):
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
+        (lambda v: maxtext(v).update(extraArgs={"ici_tensor_parallelism": "3"}),
+         ('trainyard:jobs.maxtext[0].extraArgs.ici_tensor_parallelism: "3" is a mesh size '
+         "(allowed: set it as trainyard:jobs.maxtext[0].ici.tensor)")),
+        (lambda v: maxtext(v).update(extraArgs={"mesh_axes": "[data,fsdp]"}, ici={"tensor": 4}),
+         "MaxText's mesh_axes (data, fsdp) have no 'tensor' axis, so MaxText would ignore it"),
         (lambda v: maxtext(v).update(slices="v6e-64"),
          'trainyard:jobs.maxtext[0].slices: "v6e-64" is not a trainyard:tpuSlices name (allowed: v6e-16)'),
         (lambda v: maxtext(v).update(ici={"tensor": 3}),
-         ('trainyard:jobs.maxtext[0].ici: {"tensor": 3} multiplies to 3 but the job has 16 chips per slice '
-          "(allowed: a product dividing 16, fsdp takes the rest)")),
+         ('trainyard:jobs.maxtext[0].ici: {"tensor": 3} cannot run: ici_fsdp_parallelism=-1 cannot be filled in: '
+          "ici_tensor_parallelism=3 multiplies to 3, which does not divide the job's 16 chips per slice; "
+          "allowed are ici_* sizes whose product divides 16")),
         (lambda v: maxtext(v).update(ici={"tensor": 4, "fsdp": 2}),
-         "multiplies to 8 but the job has 16 chips per slice (allowed: a product of exactly 16)"),
+         ("ici_fsdp_parallelism=2 x ici_tensor_parallelism=4 multiplies to 8, but the job has 16 chips per slice: "
+         "allowed are ici_* sizes whose product is 16")),
         (lambda v: maxtext(v).update(ici={"tensr": 4}),
          'trainyard:jobs.maxtext[0].ici.tensr: 4 is not a MaxText mesh axis (allowed: diloco, data'),
         (lambda v: maxtext(v).update(dcn={"fsdp": 4}),
-         'trainyard:jobs.maxtext[0].dcn: {"fsdp": 4} multiplies to 4 but the job has 2 slices'),
+         ('trainyard:jobs.maxtext[0].dcn: {"fsdp": 4} cannot run: dcn_data_parallelism=-1 cannot be filled in: '
+         "dcn_fsdp_parallelism=4 multiplies to 4, which does not divide the job's 2 slices")),
         (lambda v: maxtext(v).update(dcn={"data": 2}, minSlices=1),
-         "multiplies to 2 but the job has 1 slices (the job runs on 1..2 slices) (allowed: a product of exactly 1)"),
+         ('trainyard:jobs.maxtext[0].dcn: {"data": 2} cannot run: dcn_data_parallelism=2 multiplies to 2, but the job '
+         "has 1 slices: allowed are dcn_* sizes whose product is 1, or one dcn_* axis at -1 for MaxText to fill in "
+         "(the job is elastic over 1..2 slices and fails at 1")),
         (lambda v: maxtext(v).update(maxSlices=3),
          'trainyard:jobs.maxtext[0].maxSlices: 3 is more than the 2 slices of v6e-16 (allowed: 1 to 2)'),
         (lambda v: maxtext(v).update(minSlices=2, maxSlices=1),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -110,3 +111,12 @@ def test_the_program_never_imports_preflight_or_the_trainers():
         if target.split(".")[0] in ("preflight", "workloads", "tests")
     }
     assert crossing == set()
+
+
+def test_the_trainer_modules_facts_load_by_path_need_only_the_standard_library():
+    from components.facts import maxtext
+
+    for name in maxtext.PURE_TRAINER_MODULES:
+        module = f"workloads.maxtext.{name}"
+        outside = {target for target in imported_modules(module) if target.split(".")[0] not in sys.stdlib_module_names}
+        assert outside == set(), (module, outside)
