@@ -6,7 +6,7 @@ from components.config.load import load_stack_config, raw_stack_config
 from components.stack import TrainyardStack
 
 # A ConfigError is a pulumi.RunError: the engine shows its lines (key, value, what is allowed) and no trace.
-config = load_stack_config(raw_stack_config())
+config = load_stack_config(raw_stack_config(), pulumi.get_stack())
 stack = TrainyardStack("trainyard", config)
 for key, value in stack.outputs().items():
     pulumi.export(key, value)

@@ -59,7 +59,7 @@ def main() -> None:
     big = big_stack_config(64)
     big_seconds = best_of(lambda: plan_config(files.project, "big", files.main, big))
     dev_plan = plan_stack("dev", PROJECT_DIR)
-    version = load_stack_config(dev_plan.config).cluster.version
+    version = load_stack_config(dev_plan.config, dev_plan.stack).cluster.version
     check_manifests(dev_plan.manifests, version)  # warm-up: schema loading is part of the cold run above
     schema_seconds = best_of(lambda: check_manifests(dev_plan.manifests, version))
     dev_json = dev_plan.to_json()

@@ -64,7 +64,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
     plan_json = plan.to_json()
-    version = load_stack_config(plan.config).cluster.version
+    version = load_stack_config(plan.config, plan.stack).cluster.version
     return Verdict(
         schemas=check_manifests(plan.manifests, version),
         policies=policy_runner.evaluate(plan_json, pack_config),

@@ -16,6 +16,7 @@ QUANTITY = r"^\d+(\.\d+)?([KMGTPE]i?|m)?$"
 PROJECT_ID = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
 REGION = r"^[a-z]+-[a-z]+\d+$"
 ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"
+STACK_NAME = r"^[A-Za-z0-9_.-]{1,100}$"  # what the Pulumi CLI accepts for a stack name
 GKE_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
 
 

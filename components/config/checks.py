@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from components.config.job_checks import job_problems
-from components.config.models import StackConfig
+from components.config.models import NOT_A_CONFIG_KEY, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import topology
 
@@ -58,7 +58,10 @@ def _unwrap(annotation: Any) -> Any:
 
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:
-    return [field.alias or name for name, field in model.model_fields.items()]
+    return [
+        field.alias or name for name, field in model.model_fields.items()
+        if field.json_schema_extra != NOT_A_CONFIG_KEY
+    ]
 
 
 def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:

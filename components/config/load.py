@@ -49,10 +49,10 @@ def _relevant_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
-    """Parse and check the raw stack config; raise ConfigError naming every problem."""
+def load_stack_config(raw: Mapping[str, Any], stack: str) -> StackConfig:
+    """Parse and check stack `stack`'s raw config; raise ConfigError naming every problem."""
     try:
-        config = StackConfig.model_validate(_relevant_keys(raw))
+        config = StackConfig.model_validate({"stack": stack, **_relevant_keys(raw)})
     except ValidationError as error:
         raise ConfigError(format_validation_error(error, StackConfig)) from None
     problems = list(domain_problems(config))

@@ -5,12 +5,14 @@ Parsed once by `components.config.load.load_stack_config`; cross-field rules liv
 
 from __future__ import annotations
 
+import hashlib
+import re
 from ipaddress import IPv4Network
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, ZONE, ConfigModel
+from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, STACK_NAME, ZONE, ConfigModel
 from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
 
@@ -94,7 +96,8 @@ class GpuPoolConfig(ConfigModel):
 
 
 class StorageConfig(ConfigModel):
-    bucket: str = Field(pattern=r"^[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9]$")
+    # Unset: `<project>-<stack>-data` (project IDs are globally unique, so the name is free unless taken).
+    bucket: str | None = Field(None, pattern=r"^[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9]$")
     location: str | None = None
     namespace: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
     service_account: str = Field("trainyard-runner", pattern=DNS_LABEL, max_length=63)
@@ -102,11 +105,25 @@ class StorageConfig(ConfigModel):
     delete_with_stack: bool = False
 
 
+NOT_A_CONFIG_KEY = {"configKey": False}  # given by the program, never written in a stack file
+MAX_BUCKET_NAME = 63  # GCS: 3 to 63 characters in a name without dots
+
+
+def derived_bucket_name(project: str, stack: str) -> str:
+    """`<project>-<stack>-data`, in the characters GCS allows; a long one keeps a hash of the whole name."""
+    name = re.sub(r"[^a-z0-9-]+", "-", f"{project}-{stack}-data".lower())
+    if len(name) <= MAX_BUCKET_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_BUCKET_NAME - len(digest) - 1].rstrip('-')}-{digest}"
+
+
 class StackConfig(BaseModel):
     """Everything one stack says, typed; the single input of every component."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    stack: str = Field(pattern=STACK_NAME, json_schema_extra=NOT_A_CONFIG_KEY)  # the Pulumi stack's name
     project: str = Field(alias="gcp:project", pattern=PROJECT_ID)
     region: str = Field(alias="gcp:region", pattern=REGION)
     zone: str = Field(alias="trainyard:zone", pattern=ZONE)
@@ -114,9 +131,14 @@ class StackConfig(BaseModel):
     network: NetworkConfig = Field(NetworkConfig(), alias="trainyard:network")
     tpu_slices: tuple[TpuSliceConfig, ...] = Field((), alias="trainyard:tpuSlices")
     gpu_pools: tuple[GpuPoolConfig, ...] = Field((), alias="trainyard:gpuPools")
-    storage: StorageConfig = Field(alias="trainyard:storage")
+    storage: StorageConfig = Field(StorageConfig(), alias="trainyard:storage")
     kueue: KueueConfig = Field(KueueConfig(), alias="trainyard:kueue")
     jobs: JobsConfig = Field(JobsConfig(), alias="trainyard:jobs")
+
+    @property
+    def bucket_name(self) -> str:
+        """`trainyard:storage.bucket`, or a name derived from the project and the stack."""
+        return self.storage.bucket or derived_bucket_name(self.project, self.stack)
 
     @property
     def bucket_location(self) -> str:

@@ -24,9 +24,10 @@ class Storage(pulumi.ComponentResource):
     def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Storage", name, None, opts)
         storage = config.storage
+        bucket_name = config.bucket_name
         self.bucket = gcp.storage.Bucket(
-            storage.bucket,
-            name=storage.bucket,
+            bucket_name,
+            name=bucket_name,
             location=config.bucket_location,
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
@@ -37,7 +38,7 @@ class Storage(pulumi.ComponentResource):
         )
         project_number = gcp.organizations.get_project_output(project_id=config.project).number
         gcp.storage.BucketIAMMember(
-            f"{storage.bucket}-workload-object-user",
+            f"{bucket_name}-workload-object-user",
             bucket=self.bucket.name,
             role=OBJECT_USER_ROLE,
             member=project_number.apply(

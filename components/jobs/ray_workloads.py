@@ -101,7 +101,7 @@ class RayPods:
                 "name": "gcs-fuse-csi-ephemeral",
                 "csi": {
                     "driver": "gcsfuse.csi.storage.gke.io",
-                    "volumeAttributes": {"bucketName": self._config.storage.bucket, "mountOptions": GCS_FUSE_MOUNT_OPTIONS},
+                    "volumeAttributes": {"bucketName": self._config.bucket_name, "mountOptions": GCS_FUSE_MOUNT_OPTIONS},
                 },
             },
         ]

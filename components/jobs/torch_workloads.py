@@ -172,7 +172,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=[
                     *host_library_volumes(job.shm_size),
-                    gcs_fuse_volume(self._config.storage.bucket, GCS_FUSE_MOUNT_OPTIONS),
+                    gcs_fuse_volume(self._config.bucket_name, GCS_FUSE_MOUNT_OPTIONS),
                     k8s.core.v1.VolumeArgs(
                         name=self._code.volume()["name"],
                         config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=self._code.archive.config_map_name),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
@@ -9,7 +11,7 @@ from tests.infra.conftest import as_engine_config, dev_config_values
 
 
 def load(values):
-    return load_stack_config(as_engine_config(values))
+    return load_stack_config(as_engine_config(values), "dev")
 
 
 def test_dev_stack_parses_with_defaults():
@@ -84,7 +86,7 @@ BAD_CONFIGS = [
     (_set("trainyard:cluster", "name", "Trainyard_Dev"), "trainyard:cluster.name", '"Trainyard_Dev"', "is not allowed"),
     (_set("trainyard:zone", "europe-west4-a"), "trainyard:zone", '"europe-west4-a"', "is not in gcp:region us-east5"),
     (_set("trainyard:storage", "bucket", "UPPER"), "trainyard:storage.bucket", '"UPPER"', "is not allowed"),
-    (_delete("trainyard:storage"), "trainyard:storage", "", "is required but not set"),
+    (_delete("gcp:project"), "gcp:project", "", "is required but not set"),
     (_set("trainyard:tpuslices", []), "trainyard:tpuslices", "", "not a known key (allowed: gcp:project, gcp:region, trainyard:zone"),
 ]
 
@@ -111,3 +113,15 @@ def test_every_problem_is_reported_at_once():
         "trainyard:network.mtu",
         "trainyard:gpuPools[0].capacity",
     ]
+
+
+def test_the_bucket_defaults_to_a_name_from_project_and_stack():
+    minimal = {"gcp:project": "my-proj-1", "gcp:region": "us-central1", "trainyard:zone": "us-central1-b"}
+    assert load(minimal).bucket_name == "my-proj-1-dev-data"
+    assert load({**minimal, "trainyard:storage": {"bucket": "mine"}}).bucket_name == "mine"
+    long_stack = load_stack_config(as_engine_config(minimal), "Feature_Branch." + "x" * 80)
+    name = long_stack.bucket_name
+    assert len(name) == 63 and re.fullmatch(r"[a-z0-9][-a-z0-9]*[a-z0-9]", name), name
+    assert name.startswith("my-proj-1-feature-branch-xxx")
+    other = load_stack_config(as_engine_config(minimal), "Feature_Branch." + "x" * 81).bucket_name
+    assert other != name  # the hash keeps long names apart

@@ -73,7 +73,7 @@ def config_error(edit) -> str:
     values = copy.deepcopy(dev_config_values())
     edit(values)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(as_engine_config(values))
+        load_stack_config(as_engine_config(values), "dev")
     return str(caught.value)
 
 
