@@ -124,8 +124,8 @@ def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
     pool_name = pool_name if isinstance(pool_name, str) else name
     machine_type = lookup(props, "nodeConfig.machineType")
     machine_type = machine_type if isinstance(machine_type, str) else None
-    tpu_topology = lookup(props, "placementPolicy.tpuTopology")
-    tpu_topology = tpu_topology if isinstance(tpu_topology, str) else None
+    placement_topology = lookup(props, "placementPolicy.tpuTopology")
+    tpu_topology = topology.pool_topology(machine_type, placement_topology if isinstance(placement_topology, str) else None)
     tpu_slice, tpu_error = _slice_of(machine_type, tpu_topology)
     gpu_type, gpus = _gpus(props)
     return PoolFacts(

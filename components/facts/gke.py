@@ -26,6 +26,9 @@ SPOT_LABEL = "cloud.google.com/gke-spot"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 METADATA_SERVER_LABEL = "iam.gke.io/gke-metadata-server-enabled"
 DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"  # a node label that turns managed DRANET on
+# Trainyard's own node label on every TPU pool: the slice group it belongs to. Kueue flavors select on it, so
+# groups of one shape on different capacity (on-demand, spot, reservation) never share a flavor's nodes.
+SLICE_GROUP_LABEL = "trainyard/tpu-slice-group"
 ACCELERATOR_NODE_LABELS = (GPU_ACCELERATOR_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL)
 # The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
 CAPACITY_LABELS = MappingProxyType({"spot": SPOT_LABEL, "flexStart": FLEX_START_LABEL})

@@ -114,6 +114,21 @@ def tpu_generation_of_machine(machine_type: str | None) -> TpuGeneration | None:
     return None
 
 
+def pool_topology(machine_type: str | None, placement_topology: str | None) -> str | None:
+    """A TPU node pool's slice topology as GKE labels its nodes: a multi-host pool states it in its placement
+    policy; a single-host pool (no placement policy) has the topology of one VM of its machine type."""
+    if placement_topology:
+        return placement_topology
+    generation = tpu_generation_of_machine(machine_type)
+    if generation is None:
+        return None
+    return next(
+        (topology for topology, machine_types in generation.machine_types_by_topology.items()
+         if machine_type in machine_types and tpu_slice(generation.name, topology, machine_type).vms == 1),
+        None,
+    )
+
+
 def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -> TpuSlice:
     """The slice for a generation and topology; the machine type is derived when not given."""
     gen = tpu_generation(generation)

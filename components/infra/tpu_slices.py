@@ -61,7 +61,7 @@ class TpuSlices(pulumi.ComponentResource):
                 tpu.machine_type,
                 group.capacity,
                 group.reservation,
-                labels={gke.DRANET_LABEL: "true"},
+                labels={gke.DRANET_LABEL: "true", gke.SLICE_GROUP_LABEL: group.name},
                 advanced_machine_features=gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(
                     threads_per_core=1
                 ),

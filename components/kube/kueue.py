@@ -52,7 +52,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
     flavors = []
     for group in config.tpu_slices:
         tpu = group.slice
-        labels = dict(tpu.node_selector)
+        labels = {**tpu.node_selector, gke.SLICE_GROUP_LABEL: group.name}
         if group.capacity in CAPACITY_LABELS:
             labels[CAPACITY_LABELS[group.capacity]] = "true"
         flavors.append(

@@ -45,7 +45,10 @@ def test_dws_admission_check_only_on_dws_flavors(dev_plan):
 
 def test_flavors_select_their_nodes(dev_plan):
     assert manifest(dev_plan, "ResourceFlavor", "v6e-16")["spec"] == {
-        "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4"}
+        "nodeLabels": {
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
+            "trainyard/tpu-slice-group": "v6e-16",
+        }
     }
     gpu = manifest(dev_plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"]
     assert gpu["nodeLabels"] == {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}

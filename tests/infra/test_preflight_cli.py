@@ -161,3 +161,14 @@ def test_dev_plan_passes_every_check(dev_run):
     assert plan["schemaProblems"] == [] and plan["schemaUnchecked"] == []
     assert not [v for v in plan["policies"] if v["level"] == "mandatory"]
     assert {m["kind"] for m in plan["manifests"]} >= {"ClusterQueue", "RayJob", "Job", "GKENetworkParamSet"}
+
+
+def test_a_minimal_stack_file_plans_and_passes(project_copy):
+    minimal = {"gcp:project": "my-proj-1", "gcp:region": "us-east5", "trainyard:zone": "us-east5-b",
+               "trainyard:tpuSlices": [{"name": "v6e", "topology": "2x4"}]}
+    write_stack(project_copy, "mini", minimal)
+    out = project_copy / "p.json"
+    result = run_preflight("--stack", "mini", "--json", str(out), cwd=project_copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bucket = next(r for r in json.loads(out.read_text())["resources"] if r["type"] == "gcp:storage/bucket:Bucket")
+    assert bucket["inputs"]["name"] == "my-proj-1-mini-data"

@@ -207,8 +207,10 @@ def test_tpu_additional_node_networks(tpu):
     ]
 
 
-def test_tpu_dranet_label(tpu):
-    assert tpu["nodeConfig"]["labels"] == {"cloud.google.com/gke-networking-dra-driver": "true"}
+def test_tpu_dranet_label_and_the_slice_group_label_kueue_selects(tpu):
+    assert tpu["nodeConfig"]["labels"] == {
+        "cloud.google.com/gke-networking-dra-driver": "true", "trainyard/tpu-slice-group": "v6e-16",
+    }
 
 
 def test_tpu_enable_gvnic(tpu):

@@ -85,3 +85,17 @@ def test_topology_imports_without_pulumi():
     result = subprocess.run([sys.executable, "-c", code], check=False, cwd=PROJECT_DIR, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "4"
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "placement", "expected"),
+    [
+        ("ct6e-standard-1t", None, "1x1"),
+        ("ct6e-standard-4t", None, "2x2"),
+        ("ct6e-standard-8t", None, "2x4"),
+        ("ct6e-standard-4t", "4x4", "4x4"),
+        ("e2-standard-8", None, None),
+    ],
+)
+def test_a_pools_topology_is_its_placement_or_one_vm_of_its_machine(machine_type, placement, expected):
+    assert topology.pool_topology(machine_type, placement) == expected
