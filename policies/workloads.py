@@ -131,14 +131,20 @@ def _label_matches(pool: PoolFacts, key: str, value: str) -> bool:
     return key not in MODELED_LABELS and key.startswith(PLATFORM_LABEL_PREFIXES)
 
 
-def can_land_on(pod_spec: Any, pool: PoolFacts) -> bool:
-    """Whether the pod's node selector, required node affinity and accelerator requests fit the pool."""
+def selects_pool(pod_spec: Any, pool: PoolFacts) -> bool:
+    """Whether the pod's node selector and required node affinity admit the pool's nodes' labels."""
     selector = entries(pod_spec, "nodeSelector")
     if any(not _label_matches(pool, key, str(value)) for key, value in selector.items()):
         return False
     terms = _required_terms(pod_spec)
-    if terms and not any(all(_expression_matches(e, pool.labels) for e in term) for term in terms):
+    return not terms or any(all(_expression_matches(e, pool.labels) for e in term) for term in terms)
+
+
+def can_land_on(pod_spec: Any, pool: PoolFacts) -> bool:
+    """Whether the pod's node selector, required node affinity and accelerator requests fit the pool."""
+    if not selects_pool(pod_spec, pool):
         return False
+    selector, terms = entries(pod_spec, "nodeSelector"), _required_terms(pod_spec)
     requested = accelerator_requests(pod_spec)
     if requested:
         return pool.accelerator_resource in requested

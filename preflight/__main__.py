@@ -20,6 +20,7 @@ from components.facts import cost
 from preflight import policy_runner
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.kube_schemas import SchemaCheck, check_manifests
+from preflight.placement import PlacementProblem, check_placement
 from preflight.plan import Plan, plan_stack
 from preflight.render import render_plan
 from preflight.stack_files import StackFileError, find_project_dir
@@ -32,6 +33,8 @@ class Verdict:
     """Everything preflight concludes about a plan."""
 
     schemas: SchemaCheck
+    placement: list[PlacementProblem]
+    pod_templates: int
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
     strict_schemas: bool = False
@@ -39,12 +42,14 @@ class Verdict:
     @property
     def failed(self) -> bool:
         unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
-        return bool(self.schemas.problems) or unchecked_fails or policy_runner.has_mandatory(self.policies)
+        return (bool(self.schemas.problems) or unchecked_fails or bool(self.placement)
+                or policy_runner.has_mandatory(self.policies))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
             "schemaUnchecked": self.schemas.unchecked,
+            "placementProblems": [{"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement],
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
         }
@@ -65,8 +70,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
     plan_json = plan.to_json()
     version = load_stack_config(plan.config, plan.stack).cluster.version
+    pod_templates, placement = check_placement(plan_json["resources"])
     return Verdict(
         schemas=check_manifests(plan.manifests, version),
+        placement=placement,
+        pod_templates=pod_templates,
         policies=policy_runner.evaluate(plan_json, pack_config),
         cost=cost.estimate(plan_json["resources"]),
         strict_schemas=strict_schemas,
@@ -85,6 +93,9 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
         for line in schemas.unchecked:
             print(f"  {line}")
         print(f"  To check them: {HOW_TO_GET_SCHEMAS}.")
+    print(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
+    for problem in verdict.placement:
+        print(f"  {problem}")
     print("\nPolicies:")
     print(policy_runner.render_table(verdict.policies))
     print("\nCost (USD per hour):")
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({**plan.to_json(), **verdict.to_json()}, indent=2) + "\n")
         print(f"\nPlan written to {args.json}")
     if verdict.failed:
-        print("\npreflight: FAILED (see the schema problems, unchecked objects and mandatory policies above)",
+        print("\npreflight: FAILED (see the schema, placement and mandatory policy problems above)",
               file=sys.stderr)
         return EXIT_CHECK_FAILED
     return EXIT_OK

@@ -42,7 +42,7 @@ class RayClusterConfig(ConfigModel):
     enabled: bool = False  # a standalone RayCluster for `ray job submit`, as in the seed
     name: str = Field("maxtext", pattern=DNS_LABEL, max_length=40)
     image: str = "rayproject/ray:2.60.0-py312-tpu"  # the Ray the trainer is tested with
-    head_cpu: str = Field("8", pattern=QUANTITY)
+    head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (e2-standard-8: 7.91 allocatable)
     head_memory: str = Field("16Gi", pattern=QUANTITY)
     worker_cpu: str = Field("8", pattern=QUANTITY)
     worker_memory: str = Field("200G", pattern=QUANTITY)

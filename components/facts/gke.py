@@ -33,6 +33,16 @@ ACCELERATOR_NODE_LABELS = (GPU_ACCELERATOR_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOP
 # The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
 CAPACITY_LABELS = MappingProxyType({"spot": SPOT_LABEL, "flexStart": FLEX_START_LABEL})
 
+# Taints GKE puts on nodes itself, as (key, value, effect): pods must tolerate them to land there.
+# TPU and GPU nodes: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus ("GKE automatically adds
+# the google.com/tpu taint") and https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (nvidia.com/gpu);
+# queued-provisioning nodes: https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest.
+TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")
+GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
+QUEUED_TAINT = (QUEUED_LABEL, "true", "NoSchedule")
+# GKE runs Kubernetes' ExtendedResourceToleration admission plugin (same GPU page): a pod that requests an
+# extended resource (google.com/tpu, nvidia.com/gpu) gets a toleration for the taint of that name added.
+
 # GKE multi-networking: the pod annotations that attach extra interfaces, and the DRANET device class.
 INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"

@@ -232,3 +232,78 @@ def machine_shape(machine_type: str) -> MachineShape:
             f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*_ACCELERATOR_SHAPES, *families])})"
         )
     return MachineShape(machine_type, int(size), int(size) * per_vcpu)
+
+
+# ---- what a node offers pods --------------------------------------------------------------------------
+# GKE reserves part of every node for the kubelet and the system, the same formula for every machine type:
+# https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations
+# CPU: 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.25% of every core above four.
+_CPU_RESERVED_PER_CORE = ((1, 0.06), (1, 0.01), (2, 0.005), (None, 0.0025))
+# Memory: 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB
+# (255 MiB on machines under 1 GiB); the kubelet's eviction threshold takes 100 MiB more.
+_MEMORY_RESERVED_PER_GIB = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (None, 0.02))
+EVICTION_THRESHOLD_MIB = 100
+GIB = 2**30
+MIB = 2**20
+DEFAULT_BOOT_DISK_GB = 100  # GKE's default node boot disk
+
+
+def _tiered(amount: float, tiers: tuple[tuple[float | None, float], ...]) -> float:
+    reserved, left = 0.0, amount
+    for size, share in tiers:
+        portion = left if size is None else min(left, size)
+        reserved += portion * share
+        left -= portion
+    return reserved
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    """What one node of a pool offers pods: capacity minus GKE's reservations (before any DaemonSet)."""
+
+    cpu_millicores: int
+    memory_bytes: int
+    ephemeral_storage_bytes: int
+    accelerators: dict[str, int]  # extended resource name -> count per node
+
+    def as_resources(self) -> dict[str, float]:
+        """Resource name -> amount, in the units pods request (CPU in cores, the rest in bytes or counts)."""
+        return {
+            "cpu": self.cpu_millicores / 1000,
+            "memory": float(self.memory_bytes),
+            "ephemeral-storage": float(self.ephemeral_storage_bytes),
+            **{name: float(count) for name, count in self.accelerators.items()},
+        }
+
+
+def allocatable_cpu_millicores(vcpus: int) -> int:
+    return round(vcpus * 1000 - _tiered(vcpus, _CPU_RESERVED_PER_CORE) * 1000)
+
+
+def allocatable_memory_bytes(memory_gib: float) -> int:
+    reserved_gib = 255 / 1024 if memory_gib < 1 else _tiered(memory_gib, _MEMORY_RESERVED_PER_GIB)
+    return int((memory_gib - reserved_gib) * GIB) - EVICTION_THRESHOLD_MIB * MIB
+
+
+def allocatable_ephemeral_storage_bytes(boot_disk_gb: float) -> int:
+    """Boot-disk ephemeral storage (same page): minus min(50%, 6 GiB + 35%, 100 GiB) and a 10% eviction threshold."""
+    disk = boot_disk_gb * GIB
+    reserved = min(0.5 * disk, 6 * GIB + 0.35 * disk, 100 * GIB)
+    return int(disk - reserved - 0.1 * disk)
+
+
+def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_GB) -> Allocatable:
+    """Allocatable of one node of `machine_type`: GKE's formula applied to the machine's nominal shape
+    (a real node reports slightly less memory: kernel overhead)."""
+    shape = machine_shape(machine_type)
+    accelerators: dict[str, int] = {}
+    if (generation := tpu_generation_of_machine(machine_type)) is not None:
+        accelerators[gke.TPU_RESOURCE] = generation.chips_per_machine_type[machine_type]
+    elif machine_type in GPU_MACHINES:
+        accelerators[gke.GPU_RESOURCE] = GPU_MACHINES[machine_type].gpus_per_vm
+    return Allocatable(
+        cpu_millicores=allocatable_cpu_millicores(shape.vcpus),
+        memory_bytes=allocatable_memory_bytes(shape.memory_gib),
+        ephemeral_storage_bytes=allocatable_ephemeral_storage_bytes(boot_disk_gb),
+        accelerators=accelerators,
+    )

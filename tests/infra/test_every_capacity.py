@@ -35,6 +35,7 @@ def assert_preflight_passes(plan) -> None:
     verdict = check(plan, {})
     assert not verdict.failed, (
         [str(problem) for problem in verdict.schemas.problems]
+        + [str(problem) for problem in verdict.placement]
         + [f"{v.policy}: {v.message}" for v in verdict.policies if v.level == "mandatory"]
     )
 

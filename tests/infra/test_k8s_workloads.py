@@ -101,7 +101,7 @@ def test_head_group_ports_and_resources(dev_plan):
     head = manifest(dev_plan, "RayJob", "llama3-8b")["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     (container,) = head["containers"]
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
-    assert container["resources"] == {"limits": {"memory": "16Gi"}, "requests": {"cpu": "8", "memory": "16Gi"}}
+    assert container["resources"] == {"limits": {"memory": "16Gi"}, "requests": {"cpu": "4", "memory": "16Gi"}}
     assert container["image"] == "rayproject/ray:2.60.0-py312-tpu"
 
 

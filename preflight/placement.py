@@ -1,0 +1,323 @@
+"""Placement check: could the scheduler put every pod the stack creates on a node of one of its pools?
+
+For each pod template of the plan (Jobs, RayJob and RayCluster heads and worker groups, DaemonSets,
+Deployments and the like) this plays the scheduler's filter step against every node pool of the plan:
+
+- labels: the node selector and required node affinity against the labels GKE puts on the pool's nodes
+  (the policy pack's reading of a pool, `policies.pools`);
+- taints: GKE's own (TPU, GPU, queued provisioning) and the pool's, against the pod's tolerations;
+- resources: CPU, memory, ephemeral storage, `google.com/tpu` and `nvidia.com/gpu` against a node's
+  allocatable (`facts.topology.node_allocatable`: the machine minus GKE's reservations) minus the requests
+  of the stack's DaemonSets that land on the pool;
+- count: a multi-host Ray worker group needs `numOfHosts` such nodes in one pool, a Job `parallelism`
+  pods within the pools' maximum size.
+
+A workload queued by Kueue is tried with each flavor of its ClusterQueue merged in (Kueue adds the flavor's
+node labels and tolerations when it admits the workload). Not modelled: GKE's own system pods and the
+sidecars webhooks inject (GCS FUSE), which take a little more of each node.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components.facts import gke, topology
+from policies.pools import PoolFacts, pool_facts
+from policies.props import items, lookup
+from policies.workloads import RAY_KINDS, kind_of, pod_templates, selects_pool
+
+CHECKED_RESOURCES = ("cpu", "memory", "ephemeral-storage", gke.TPU_RESOURCE, gke.GPU_RESOURCE)
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+Taint = tuple[str, str, str]
+
+
+def parse_quantity(value: Any) -> float:
+    """A Kubernetes quantity ("8", "500m", "16Gi", "200G", 2.0) as a number of base units."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIX:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def show_amount(resource: str, amount: float) -> str:
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{amount / topology.GIB:.2f} GiB"
+    return f"{amount:g}"
+
+
+@dataclass(frozen=True)
+class Pool:
+    facts: PoolFacts
+    allocatable: dict[str, float]  # one node, after GKE's reservations and the DaemonSets landing here
+    taints: tuple[Taint, ...]
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    @property
+    def max_nodes(self) -> int:
+        return self.facts.size.max_nodes or 0
+
+
+@dataclass(frozen=True)
+class PodGroup:
+    """Pods of one template that must be placed: `pods` of them, in one pool when `one_pool`."""
+
+    workload: str  # "RayJob trainyard/llama3-8b"
+    where: str  # "headGroupSpec", "workerGroupSpecs[0]", "" for a plain pod template
+    spec: Mapping[str, Any]
+    pods: int
+    one_pool: bool
+    queue: tuple[str, str] | None  # (namespace, LocalQueue name) when Kueue admits it
+    daemon: bool = False
+
+
+@dataclass(frozen=True)
+class PlacementProblem:
+    workload: str
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.workload}{f' ({self.where})' if self.where else ''}: {self.reason}"
+
+
+# ---- reading the plan --------------------------------------------------------------------------------
+
+
+def pool_taints(facts: PoolFacts, inputs: Mapping[str, Any]) -> tuple[Taint, ...]:
+    taints: list[Taint] = []
+    if facts.accelerator_resource == gke.TPU_RESOURCE:
+        taints.append(gke.TPU_TAINT)
+    elif facts.accelerator_resource == gke.GPU_RESOURCE:
+        taints.append(gke.GPU_TAINT)
+    if facts.queued:
+        taints.append(gke.QUEUED_TAINT)
+    for taint in items(inputs, "nodeConfig.taints"):
+        effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+        taints.append((str(lookup(taint, "key")), str(lookup(taint, "value") or ""), effect.get(lookup(taint, "effect"), "")))
+    return tuple(taints)
+
+
+def node_pools(resources: Iterable[Mapping[str, Any]]) -> list[Pool]:
+    pools = []
+    for resource in resources:
+        if resource["type"] != gke.NODE_POOL_TYPE:
+            continue
+        inputs = resource["inputs"]
+        facts = pool_facts(resource["name"], resource["urn"], inputs)
+        if facts.machine_type is None:
+            continue
+        disk = lookup(inputs, "nodeConfig.diskSizeGb") or topology.DEFAULT_BOOT_DISK_GB
+        allocatable = topology.node_allocatable(facts.machine_type, float(disk)).as_resources()
+        pools.append(Pool(facts, allocatable, pool_taints(facts, inputs)))
+    return pools
+
+
+def pod_groups(resources: Iterable[Mapping[str, Any]]) -> list[PodGroup]:
+    groups = []
+    for resource in resources:
+        kind = kind_of(resource["type"])
+        if kind is None:
+            continue
+        obj = resource["inputs"]
+        namespace = lookup(obj, "metadata.namespace") or "default"
+        workload = f"{kind} {namespace}/{lookup(obj, 'metadata.name') or resource['name']}"
+        queue_name = (lookup(obj, "metadata.labels") or {}).get(gke.QUEUE_LABEL)
+        queue = (namespace, queue_name) if queue_name else None
+        for template in pod_templates(kind, obj):
+            where = template.where.rsplit(".", 1)[-1] if kind in RAY_KINDS else ""
+            if template.is_ray_worker:
+                pods, one_pool = int(lookup(template.group, "numOfHosts") or 1), True
+            elif kind in RAY_KINDS:
+                pods, one_pool = 1, True
+            else:
+                count_path = "spec.parallelism" if kind == "Job" else "spec.replicas"
+                pods, one_pool = int(lookup(obj, count_path) or 1), False
+            groups.append(PodGroup(workload, where, template.spec, pods, one_pool, queue, daemon=kind == "DaemonSet"))
+    return groups
+
+
+def kueue_flavors(resources: Iterable[Mapping[str, Any]], queue: tuple[str, str]) -> list[Mapping[str, Any]]:
+    """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to."""
+    objects = [resource["inputs"] for resource in resources if kind_of(resource["type"])]
+    local = next(
+        (o for o in objects if o.get("kind") == "LocalQueue"
+         and (lookup(o, "metadata.namespace"), lookup(o, "metadata.name")) == queue),
+        None,
+    )
+    if local is None:
+        return []
+    cluster_queue = next(
+        (o for o in objects if o.get("kind") == "ClusterQueue" and lookup(o, "metadata.name") == lookup(local, "spec.clusterQueue")),
+        None,
+    )
+    names = [lookup(f, "name") for group in items(cluster_queue, "spec.resourceGroups") for f in items(group, "flavors")]
+    flavors = {lookup(o, "metadata.name"): lookup(o, "spec") or {} for o in objects if o.get("kind") == "ResourceFlavor"}
+    return [flavors[name] for name in names if name in flavors]
+
+
+def with_flavor(spec: Mapping[str, Any], flavor: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The pod spec as Kueue admits it to `flavor` (its node labels and tolerations added), or None where the
+    flavor's labels contradict the pod's node selector: Kueue never assigns such a flavor."""
+    selector, labels = spec.get("nodeSelector") or {}, flavor.get("nodeLabels") or {}
+    if any(key in selector and selector[key] != value for key, value in labels.items()):
+        return None
+    merged = dict(spec)
+    merged["nodeSelector"] = {**selector, **labels}
+    merged["tolerations"] = [*(spec.get("tolerations") or []), *(flavor.get("tolerations") or [])]
+    return merged
+
+
+# ---- the filter step -----------------------------------------------------------------------------------
+
+
+def container_requests(container: Mapping[str, Any]) -> dict[str, float]:
+    """What a container asks for; where only a limit is set, Kubernetes uses it as the request."""
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: parse_quantity(value) for name, value in merged.items() if name in CHECKED_RESOURCES}
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
+    """The pod's effective requests: its containers' sum, or its largest init container where that is more."""
+    total: dict[str, float] = {}
+    for container in spec.get("containers") or []:
+        for name, amount in container_requests(container).items():
+            total[name] = total.get(name, 0.0) + amount
+    for container in spec.get("initContainers") or []:
+        for name, amount in container_requests(container).items():
+            total[name] = max(total.get(name, 0.0), amount)
+    return total
+
+
+def tolerates(tolerations: list[Mapping[str, Any]], taint: Taint) -> bool:
+    key, value, effect = taint
+    for toleration in tolerations:
+        if toleration.get("effect") and toleration["effect"] != effect:
+            continue
+        if toleration.get("operator") == "Exists" and toleration.get("key") in (None, "", key):
+            return True
+        if toleration.get("key") == key and toleration.get("value", "") == value:
+            return True
+    return False
+
+
+def untolerated(spec: Mapping[str, Any], pool: Pool) -> list[Taint]:
+    # ExtendedResourceToleration: requesting an accelerator tolerates the taint named after it.
+    automatic = [{"key": name, "operator": "Exists", "effect": "NoSchedule"}
+                 for name in pod_requests(spec) if name in gke.ACCELERATOR_RESOURCES]
+    tolerations = [*(spec.get("tolerations") or []), *automatic]
+    return [t for t in pool.taints if t[2] in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)]
+
+
+def pods_per_node(requests: Mapping[str, float], free: Mapping[str, float]) -> int:
+    counts = [math.floor(free.get(name, 0.0) / amount) for name, amount in requests.items() if amount > 0]
+    return min(counts) if counts else 1_000_000
+
+
+def daemon_overhead(groups: list[PodGroup], pools: list[Pool]) -> dict[str, dict[str, float]]:
+    """Pool name -> what the stack's DaemonSets request on each of its nodes."""
+    overhead: dict[str, dict[str, float]] = {pool.name: {} for pool in pools}
+    for group in (g for g in groups if g.daemon):
+        for pool in pools:
+            if selects_pool(group.spec, pool.facts) and not untolerated(group.spec, pool):
+                for name, amount in pod_requests(group.spec).items():
+                    overhead[pool.name][name] = overhead[pool.name].get(name, 0.0) + amount
+    return overhead
+
+
+def free_on(pool: Pool, overhead: Mapping[str, float]) -> dict[str, float]:
+    return {name: amount - overhead.get(name, 0.0) for name, amount in pool.allocatable.items()}
+
+
+def explain_resources(spec: Mapping[str, Any], requests: Mapping[str, float], pools: list[Pool],
+                      free: Mapping[str, dict[str, float]]) -> str:
+    """One line: the request that fits nowhere, its container, and the closest pool's allocatable."""
+    short = [(name, pool) for pool in pools for name, amount in requests.items() if amount > free[pool.name].get(name, 0.0)]
+    name, _ = max(short, key=lambda item: free[item[1].name].get(item[0], 0.0) / requests[item[0]])
+    closest = max(pools, key=lambda pool: free[pool.name].get(name, 0.0))
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    biggest = max(containers, key=lambda c: container_requests(c).get(name, 0.0))
+    return (
+        f"container {biggest.get('name')} requests {name} {show_amount(name, container_requests(biggest).get(name, 0.0))}"
+        f" (pod total {show_amount(name, requests[name])}), but the closest pool {closest.name} "
+        f"({closest.facts.machine_type}) has {show_amount(name, free[closest.name].get(name, 0.0))} allocatable"
+        + (" after the stack's DaemonSets" if free[closest.name] != closest.allocatable else "")
+    )
+
+
+def place(group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]) -> str | None:
+    """None when the pods fit; otherwise why not, naming the closest miss."""
+    labelled = [pool for pool in pools if selects_pool(spec, pool.facts)]
+    if not labelled:
+        selector = {**(spec.get("nodeSelector") or {})}
+        return f"its node selector {selector} and node affinity match no node pool (pools: {', '.join(p.name for p in pools)})"
+    tolerated = [pool for pool in labelled if not untolerated(spec, pool)]
+    if not tolerated:
+        pool = labelled[0]
+        taints = ", ".join(f"{k}={v}:{e}" for k, v, e in untolerated(spec, pool))
+        return f"it tolerates no taint of the pools it selects; pool {pool.name} has {taints}"
+    requests = pod_requests(spec)
+    per_node = {pool.name: pods_per_node(requests, free[pool.name]) for pool in tolerated}
+    fitting = [pool for pool in tolerated if per_node[pool.name] > 0]
+    if not fitting:
+        return explain_resources(spec, requests, tolerated, free)
+    capacity = [per_node[pool.name] * pool.max_nodes for pool in fitting]
+    if group.daemon or (max(capacity) if group.one_pool else sum(capacity)) >= group.pods:
+        return None
+    best = max(fitting, key=lambda pool: per_node[pool.name] * pool.max_nodes)
+    where = "in one pool" if group.one_pool else "across its pools"
+    return (
+        f"needs {group.pods} pods {where}, but pool {best.name} holds at most "
+        f"{per_node[best.name] * best.max_nodes} ({best.max_nodes} nodes x {per_node[best.name]} per node)"
+    )
+
+
+def check_placement(resources: list[Mapping[str, Any]]) -> tuple[int, list[PlacementProblem]]:
+    """(pod templates checked, problems) for the plan's resources (`Plan.to_json()["resources"]`)."""
+    pools = node_pools(resources)
+    groups = pod_groups(resources)
+    overhead = daemon_overhead(groups, pools)
+    problems = []
+    for group in groups:
+        # A DaemonSet competes with the other DaemonSets on a node, not with itself.
+        own = pod_requests(group.spec) if group.daemon else {}
+        free = {pool.name: free_on(pool, _minus(overhead[pool.name], own)) for pool in pools}
+        flavors = kueue_flavors(resources, group.queue) if group.queue else []
+        admitted = [with_flavor(group.spec, flavor) for flavor in flavors]
+        candidates = [spec for spec in admitted if spec is not None] or [group.spec]
+        decide = _daemon_reason if group.daemon else place
+        reasons = [decide(group, spec, pools, free) for spec in candidates]
+        if all(reason is not None for reason in reasons):
+            problems.append(PlacementProblem(group.workload, group.where, _best(reasons)))
+    return len(groups), problems
+
+
+def _minus(overhead: Mapping[str, float], own: Mapping[str, float]) -> dict[str, float]:
+    return {name: amount - own.get(name, 0.0) for name, amount in overhead.items()}
+
+
+def _daemon_reason(group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]) -> str | None:
+    """A DaemonSet runs on every node it selects and tolerates: its pod must fit each such pool."""
+    landing = [pool for pool in pools if selects_pool(spec, pool.facts) and not untolerated(spec, pool)]
+    requests = pod_requests(spec)
+    short = [pool for pool in landing if pods_per_node(requests, free[pool.name]) < 1]
+    return explain_resources(spec, requests, short, free) if short else None
+
+
+def _best(reasons: list[str | None]) -> str:
+    """Of several flavors' reasons, the one about resources (the closest miss) if any."""
+    texts = [reason for reason in reasons if reason]
+    return next((text for text in texts if text.startswith(("container", "needs"))), texts[0])
