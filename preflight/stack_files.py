@@ -34,7 +34,14 @@ def find_project_dir(start: Path) -> Path:
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
+        raise StackFileError(f"{where}: {error.problem or error.context} (not valid YAML)") from None
+    except yaml.YAMLError as error:
+        raise StackFileError(f"{path.name}: {error} (not valid YAML)") from None
     if not isinstance(data, dict):
         raise StackFileError(f"{path} is not a YAML mapping")
     return data

@@ -6,8 +6,11 @@ Config flows one way: these and the models (`models`, `jobs`) <- the checks (`ch
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 # A Kubernetes/GCP name label: lowercase letters, digits and '-', starting with a letter, ending alphanumeric.
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -18,6 +21,35 @@ REGION = r"^[a-z]+-[a-z]+\d+$"
 ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"
 STACK_NAME = r"^[A-Za-z0-9_.-]{1,100}$"  # what the Pulumi CLI accepts for a stack name
 GKE_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
+MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
+RUN_NAME = r"^[A-Za-z0-9][-_.A-Za-z0-9]*$"
+CONFIG_KEY = r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$"
+
+# What each pattern allows, in words: messages say this, not the regular expression.
+PATTERN_WORDS = {
+    DNS_LABEL: "lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
+    VERSION_TAG: "a release tag such as v0.19.2",
+    QUANTITY: "a Kubernetes quantity such as 8, 500m, 16Gi or 200G",
+    PROJECT_ID: "a project ID: 6 to 30 lowercase letters, digits and '-', starting with a letter, not ending with '-'",
+    REGION: "a region such as us-east5",
+    ZONE: "a zone such as us-east5-b",
+    STACK_NAME: "up to 100 letters, digits, '_', '.' and '-'",
+    GKE_VERSION: "a GKE minor such as 1.35, or a full version such as 1.35.2-gke.1842000",
+    MODEL_NAME: "lowercase letters, digits, '-' and '.', starting with a letter or digit (a MaxText model name)",
+    RUN_NAME: "letters, digits, '-', '_' and '.', starting with a letter or digit",
+    CONFIG_KEY: "a Pulumi config key such as huggingface:token",
+}
+
+
+def _not_a_boolean(value: Any) -> Any:
+    # pydantic reads true as 1; a YAML `count: true` is a mistake, not a count.
+    if isinstance(value, bool):
+        raise PydanticCustomError("not_a_number", "a boolean is not a number; allowed: a number such as 2")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+Float = Annotated[float, BeforeValidator(_not_a_boolean)]
 
 
 class ConfigModel(BaseModel):

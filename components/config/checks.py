@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from components.config.base import PATTERN_WORDS
 from components.config.job_checks import job_problems
 from components.config.models import NOT_A_CONFIG_KEY, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
-from components.facts import topology
+from components.facts import gcp_names, topology
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
 PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the default 110 pods per node
@@ -83,7 +84,8 @@ def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:
         message = f"is not allowed (allowed: {allowed})"
         return ConfigProblem(path, value, f"{message}: {hint}" if hint else message)
     if kind == "string_pattern_mismatch":
-        return ConfigProblem(path, value, f"is not allowed (allowed: {error['ctx']['pattern']})")
+        pattern = error["ctx"]["pattern"]
+        return ConfigProblem(path, value, f"is not allowed (allowed: {PATTERN_WORDS.get(pattern, pattern)})")
     if kind in ("less_than_equal", "greater_than_equal"):
         return ConfigProblem(path, value, f"is out of range (allowed: {_bounds(root, loc)})")
     reason = error["msg"].removeprefix("Value error, ")
@@ -111,6 +113,9 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _tpu_problems(config)
     yield from _gpu_problems(config)
     yield from _pool_name_problems(config)
+    yield from _gcp_name_problems(config)
+    yield from _node_count_problems(config)
+    yield from _namespace_problems(config)
     yield from _cidr_problems(config)
     yield from _pod_range_problems(config)
     yield from job_problems(config)
@@ -203,6 +208,51 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 path, name, f"gives node pool {clashes[0]!r}, already used by {seen[clashes[0]]} (allowed: unique names)"
             )
         seen.update({pool: path for pool in pool_names})
+
+
+def _gcp_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The names GCP would refuse at `pulumi up`: the bucket, and the node pools the config names."""
+    bucket = config.bucket_name
+    if (why := gcp_names.bucket_name_problem(bucket)) is not None:
+        derived = "" if config.storage.bucket else " (derived from gcp:project and the stack name; set it)"
+        yield ConfigProblem("trainyard:storage.bucket", bucket, f"{why}{derived} (allowed: {gcp_names.BUCKET_RULES})")
+    pools = [(f"trainyard:tpuSlices[{i}].name", g.name, g.pool_names) for i, g in enumerate(config.tpu_slices)]
+    pools += [(f"trainyard:gpuPools[{i}].name", p.name, [p.name]) for i, p in enumerate(config.gpu_pools)]
+    for path, name, pool_names in pools:
+        longest = max(pool_names, key=len)
+        if (why := gcp_names.rfc1035_problem(longest, gcp_names.NODE_POOL_NAME_MAX)) is not None:
+            yield ConfigProblem(
+                path, name, f"gives node pool {longest!r}, which {why} (allowed: node pool names of at most "
+                f"{gcp_names.NODE_POOL_NAME_MAX} characters)",
+            )
+
+
+def _node_count_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    pools = [("trainyard:cluster.systemPool", config.cluster.system_pool)]
+    pools += [(f"trainyard:gpuPools[{i}]", pool) for i, pool in enumerate(config.gpu_pools)]
+    for path, pool in pools:
+        if pool.min_nodes > pool.max_nodes:
+            yield ConfigProblem(
+                f"{path}.minNodes", pool.min_nodes, f"is above {path}.maxNodes {pool.max_nodes} (allowed: 0 to {pool.max_nodes})"
+            )
+
+
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The stack creates its namespaces and `pulumi destroy` deletes them: never one Kubernetes or Kueue owns."""
+    workloads, kueue = config.storage.namespace, config.kueue.namespace
+    for path, namespace in (("trainyard:storage.namespace", workloads), ("trainyard:kueue.namespace", kueue)):
+        if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+            yield ConfigProblem(
+                path, namespace, "belongs to Kubernetes (allowed: a namespace of the stack's own, not default or kube-*)"
+            )
+    if workloads == kueue:
+        yield ConfigProblem(
+            "trainyard:storage.namespace", workloads,
+            "is Kueue's namespace, trainyard:kueue.namespace (allowed: a namespace of the workloads' own)",
+        )
 
 
 def _ranges_in_use(config: StackConfig) -> list[tuple[str, IPv4Network]]:

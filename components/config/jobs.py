@@ -12,7 +12,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.config.base import DNS_LABEL, QUANTITY, VERSION_TAG, ConfigModel
+from components.config.base import (
+    CONFIG_KEY,
+    DNS_LABEL,
+    MODEL_NAME,
+    QUANTITY,
+    RUN_NAME,
+    VERSION_TAG,
+    ConfigModel,
+    Float,
+    Int,
+)
 
 RemPolicy = Literal[
     "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp",
@@ -46,8 +56,8 @@ class RayClusterConfig(ConfigModel):
     head_memory: str = Field("16Gi", pattern=QUANTITY)
     worker_cpu: str = Field("8", pattern=QUANTITY)
     worker_memory: str = Field("200G", pattern=QUANTITY)
-    metrics_export_port: int = Field(8082, ge=1024, le=65535)
-    megascale_port: int = Field(9915, ge=1024, le=65535)
+    metrics_export_port: Int = Field(8082, ge=1024, le=65535)
+    megascale_port: Int = Field(9915, ge=1024, le=65535)
     # Stays on the host's loopback and the two DRANET NICs (eth1, eth2); see dranet.py.
     libtpu_init_args: tuple[str, ...] = (
         "--xla_tpu_scoped_vmem_limit_kib=122880",
@@ -67,20 +77,20 @@ class MaxTextJobConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     enabled: bool = True
     slices: str = Field(pattern=DNS_LABEL)  # the trainyard:tpuSlices group it runs on
-    model_name: str = Field(pattern=r"^[a-z0-9][-a-z0-9.]*$")
-    steps: int = Field(ge=1)
-    per_device_batch_size: float = Field(gt=0)
-    max_target_length: int = Field(ge=1)
+    model_name: str = Field(pattern=MODEL_NAME)
+    steps: Int = Field(ge=1)
+    per_device_batch_size: Float = Field(gt=0)
+    max_target_length: Int = Field(ge=1)
     remat_policy: RemPolicy | None = None
     dataset_type: Literal["synthetic", "tfds", "grain", "hf"] = "synthetic"
-    run_name: str | None = Field(None, pattern=r"^[A-Za-z0-9][-_.A-Za-z0-9]*$")
+    run_name: str | None = Field(None, pattern=RUN_NAME)
     # Sizes of MaxText's mesh axes; ici fsdp and dcn data take whatever the slices leave over.
     ici: dict[str, int] = Field(default_factory=dict)
     dcn: dict[str, int] = Field(default_factory=dict)
     # Elastic: Ray Train runs on min..max whole slices of the group (default: all of them, not elastic).
-    min_slices: int | None = Field(None, ge=1)
-    max_slices: int | None = Field(None, ge=1)
-    max_failures: int = Field(0, ge=0)
+    min_slices: Int | None = Field(None, ge=1)
+    max_slices: Int | None = Field(None, ge=1)
+    max_failures: Int = Field(0, ge=0)
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
 
     @property
@@ -98,14 +108,14 @@ class FsdpJobConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     enabled: bool = True
     pool: str = Field(pattern=DNS_LABEL)  # the trainyard:gpuPools pool it runs on
-    nodes: int = Field(ge=1)
+    nodes: Int = Field(ge=1)
     image: str = Field(min_length=1)  # the trainer image (the seed builds its own on cuda-dl-base, CUDA 12.8)
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.
     args: dict[str, str] = Field(default_factory=dict)
-    max_run_duration_seconds: int = Field(7200, ge=60)
+    max_run_duration_seconds: Int = Field(7200, ge=60)
     # The Pulumi secret config key holding the Hugging Face token (gated models), outside the trainyard
     # namespace whose keys are all typed: `pulumi config set --secret huggingface:token hf_...`.
-    hf_token_key: str | None = Field("huggingface:token", pattern=r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$")
+    hf_token_key: str | None = Field("huggingface:token", pattern=CONFIG_KEY)
     memory: str = Field("1800Gi", pattern=QUANTITY)
     shm_size: str = Field("250Gi", pattern=QUANTITY)
 
@@ -117,8 +127,8 @@ class SmokeConfig(ConfigModel):
     jax_image: str = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest"
     # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports (seed, FACTS A).
     nccl_image: str = "nvcr.io/nvidia/pytorch:25.03-py3"
-    nccl_nodes: int = Field(2, ge=1)
-    nccl_megabytes: int = Field(256, ge=1)
+    nccl_nodes: Int = Field(2, ge=1)
+    nccl_megabytes: Int = Field(256, ge=1)
 
 
 class JobsConfig(ConfigModel):

@@ -12,9 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, STACK_NAME, ZONE, ConfigModel
+from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, STACK_NAME, ZONE, ConfigModel, Int
 from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
+from components.facts.gcp_names import NODE_POOL_NAME_MAX
 
 TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]
 GpuCapacity = Literal["dwsQueued", "flexStart", "spot", "onDemand", "reservation"]
@@ -26,8 +27,8 @@ class SystemPoolConfig(ConfigModel):
     """The CPU pool for system pods, Kueue, KubeRay heads."""
 
     machine_type: str = "e2-standard-8"
-    min_nodes: int = Field(3, ge=0)
-    max_nodes: int = Field(5, ge=1)
+    min_nodes: Int = Field(3, ge=0)
+    max_nodes: Int = Field(5, ge=1)
 
 
 class ClusterConfig(ConfigModel):
@@ -49,7 +50,7 @@ def _seed_rdma_ranges() -> tuple[IPv4Network, ...]:
 
 
 class NetworkConfig(ConfigModel):
-    mtu: int = Field(8896, ge=1300, le=8896)
+    mtu: Int = Field(8896, ge=1300, le=8896)
     node_range: IPv4Network = IPv4Network("10.0.0.0/20")
     pod_range: IPv4Network = IPv4Network("10.64.0.0/19")
     service_range: IPv4Network = IPv4Network("10.65.0.0/19")
@@ -64,10 +65,10 @@ class NetworkConfig(ConfigModel):
 class TpuSliceConfig(ConfigModel):
     """`count` slices of one shape; each slice is one node pool named `<name>-<index>`."""
 
-    name: str = Field(pattern=DNS_LABEL, max_length=36)
+    name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)  # and its pools <name>-<i> too (checks)
     generation: str = "v6e"
     topology: str
-    count: int = Field(1, ge=1)
+    count: Int = Field(1, ge=1)
     machine_type: str | None = None
     capacity: TpuCapacity = "onDemand"
     reservation: str | None = None
@@ -84,8 +85,8 @@ class TpuSliceConfig(ConfigModel):
 class GpuPoolConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     machine_type: str = topology.A4_MACHINE_TYPE
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(ge=1)
+    min_nodes: Int = Field(0, ge=0)
+    max_nodes: Int = Field(ge=1)
     capacity: GpuCapacity = "dwsQueued"
     reservation: str | None = None
     gpu_driver_version: GpuDriverVersion = "DEFAULT"
@@ -97,7 +98,7 @@ class GpuPoolConfig(ConfigModel):
 
 class StorageConfig(ConfigModel):
     # Unset: `<project>-<stack>-data` (project IDs are globally unique, so the name is free unless taken).
-    bucket: str | None = Field(None, pattern=r"^[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9]$")
+    bucket: str | None = None  # GCS's naming rules are checked in checks.py (facts.gcp_names)
     location: str | None = None
     namespace: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
     service_account: str = Field("trainyard-runner", pattern=DNS_LABEL, max_length=63)

@@ -26,7 +26,7 @@ def show(value: Any) -> str:
     if isinstance(value, IPv4Network):
         value = str(value)
     try:
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)
     except TypeError:
         return repr(value)
 

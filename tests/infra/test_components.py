@@ -154,3 +154,20 @@ def test_namespace_and_service_account_keep_their_urns_under_storage_through_ali
         [resource] = [r for r in dev_plan.resources if (r.type, r.name) == (type_, name)]
         assert resource.parent.endswith("$trainyard:k8s:WorkloadNamespace::workload-namespace")
         assert resource.aliases == [f"{old_parent}${type_}::{name}"]
+
+
+def test_every_gcp_name_the_stack_derives_is_one_gcp_accepts(plan_with):
+    from components.facts import gcp_names
+
+    def longest_names(values):
+        values["trainyard:cluster"]["name"] = "c" * gcp_names.CLUSTER_NAME_MAX
+        values["trainyard:tpuSlices"][0]["name"] = "t" * (gcp_names.NODE_POOL_NAME_MAX - 2)
+        values["trainyard:jobs"]["maxtext"][0]["slices"] = "t" * (gcp_names.NODE_POOL_NAME_MAX - 2)
+
+    plan = plan_with(longest_names)
+    limits = {"gcp:container/cluster:Cluster": gcp_names.CLUSTER_NAME_MAX, "gcp:container/nodePool:NodePool": gcp_names.NODE_POOL_NAME_MAX}
+    named = [r for r in plan.resources if r.type.startswith(("gcp:compute/", "gcp:container/")) and "name" in r.inputs]
+    assert len(named) > 20
+    for resource in named:
+        longest = limits.get(resource.type, gcp_names.COMPUTE_NAME_MAX)
+        assert gcp_names.rfc1035_problem(resource.inputs["name"], longest) is None, (resource.type, resource.inputs["name"])

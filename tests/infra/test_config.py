@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import typing
 
+import pydantic
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
@@ -85,7 +87,23 @@ BAD_CONFIGS = [
     (_set("trainyard:cluster", "version", "1.33"), "trainyard:cluster.version", '"1.33"', "too old: DRANET and resource.k8s.io/v1 need it (allowed: 1.34 or newer)"),
     (_set("trainyard:cluster", "name", "Trainyard_Dev"), "trainyard:cluster.name", '"Trainyard_Dev"', "is not allowed"),
     (_set("trainyard:zone", "europe-west4-a"), "trainyard:zone", '"europe-west4-a"', "is not in gcp:region us-east5"),
-    (_set("trainyard:storage", "bucket", "UPPER"), "trainyard:storage.bucket", '"UPPER"', "is not allowed"),
+    (_set("trainyard:storage", "bucket", "UPPER"), "trainyard:storage.bucket", '"UPPER"', "has characters GCS refuses (allowed: 3-63"),
+    (_set("trainyard:storage", "bucket", "goog-trainyard-data"), "trainyard:storage.bucket", '"goog-trainyard-data"', "starts with 'goog'"),
+    (_set("trainyard:storage", "bucket", "my-google-data"), "trainyard:storage.bucket", '"my-google-data"', "contains 'google' or a close misspelling"),
+    (_set("trainyard:storage", "bucket", "my-g00gle-data"), "trainyard:storage.bucket", '"my-g00gle-data"', "contains 'google' or a close misspelling"),
+    (_set("trainyard:storage", "bucket", "192.168.5.4"), "trainyard:storage.bucket", '"192.168.5.4"', "is an IP address"),
+    (_set("trainyard:storage", "bucket", "ab"), "trainyard:storage.bucket", '"ab"', "has 2 characters"),
+    (_set("trainyard:storage", "bucket", "data-"), "trainyard:storage.bucket", '"data-"', "does not start and end with a letter or digit"),
+    (_set("trainyard:storage", "bucket", "a." + "b" * 64), "trainyard:storage.bucket", "", "has a part of 64 characters between dots"),
+    (_set("trainyard:cluster", "systemPool", "minNodes", 6), "trainyard:cluster.systemPool.minNodes", "6", "is above trainyard:cluster.systemPool.maxNodes 5 (allowed: 0 to 5)"),
+    (_set("trainyard:gpuPools", 0, "minNodes", 11), "trainyard:gpuPools[0].minNodes", "11", "is above trainyard:gpuPools[0].maxNodes 10"),
+    (_set("trainyard:tpuSlices", 0, "count", True), "trainyard:tpuSlices[0].count", "true", "a boolean is not a number"),
+    (_set("trainyard:network", "mtu", False), "trainyard:network.mtu", "false", "a boolean is not a number"),
+    (_set("trainyard:storage", "namespace", "default"), "trainyard:storage.namespace", '"default"', "belongs to Kubernetes"),
+    (_set("trainyard:storage", "namespace", "kube-jobs"), "trainyard:storage.namespace", '"kube-jobs"', "belongs to Kubernetes"),
+    (_set("trainyard:storage", "namespace", "kueue-system"), "trainyard:storage.namespace", '"kueue-system"', "is Kueue's namespace"),
+    (_set("trainyard:kueue", "namespace", "kube-system"), "trainyard:kueue.namespace", '"kube-system"', "belongs to Kubernetes"),
+    (_set("trainyard:tpuSlices", 0, "name", "s" * 39), "trainyard:tpuSlices[0].name", "", f"gives node pool '{'s' * 39}-0', which has 41 characters, more than 40"),
     (_delete("gcp:project"), "gcp:project", "", "is required but not set"),
     (_set("trainyard:tpuslices", []), "trainyard:tpuslices", "", "not a known key (allowed: gcp:project, gcp:region, trainyard:zone"),
 ]
@@ -125,3 +143,43 @@ def test_the_bucket_defaults_to_a_name_from_project_and_stack():
     assert name.startswith("my-proj-1-feature-branch-xxx")
     other = load_stack_config(as_engine_config(minimal), "Feature_Branch." + "x" * 81).bucket_name
     assert other != name  # the hash keeps long names apart
+
+
+def _patterns(model) -> set[str]:
+    found = set()
+    for field in model.model_fields.values():
+        found.update(m.pattern for m in field.metadata if getattr(m, "pattern", None))
+        for arg in (field.annotation, *typing.get_args(field.annotation)):
+            for inner in (arg, *typing.get_args(arg)):
+                if isinstance(inner, type) and issubclass(inner, pydantic.BaseModel):
+                    found |= _patterns(inner)
+    return found
+
+
+def test_every_pattern_of_the_config_is_explained_in_words():
+    from components.config.base import PATTERN_WORDS
+    from components.config.models import StackConfig
+
+    patterns = _patterns(StackConfig)
+    assert len(patterns) >= 8 and patterns <= set(PATTERN_WORDS)
+
+
+def test_messages_show_values_as_written_and_patterns_in_words():
+    values = {"gcp:project": "my-proj-1", "gcp:region": "us-east5", "trainyard:zone": "us-east5-b",
+              "trainyard:cluster": {"name": "Zürich"}}
+    with pytest.raises(ConfigError) as caught:
+        load(values)
+    assert str(caught.value) == (
+        'trainyard:cluster.name: "Zürich" is not allowed (allowed: lowercase letters, digits and \'-\', '
+        "starting with a letter and ending with a letter or digit)"
+    )
+
+
+def test_a_stack_file_that_is_not_yaml_names_file_line_and_column(tmp_path):
+    from preflight.stack_files import StackFileError, read_stack_files
+
+    (tmp_path / "Pulumi.yaml").write_text("name: trainyard\nruntime: python\n")
+    (tmp_path / "Pulumi.bad.yaml").write_text("config:\n  gcp:project: x\n  trainyard:zone: [us-east5-b\n")
+    with pytest.raises(StackFileError) as caught:
+        read_stack_files(tmp_path, "bad")
+    assert re.fullmatch(r"Pulumi\.bad\.yaml:4:1: .+ \(not valid YAML\)", str(caught.value)), str(caught.value)

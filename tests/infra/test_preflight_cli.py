@@ -172,3 +172,11 @@ def test_a_minimal_stack_file_plans_and_passes(project_copy):
     assert result.returncode == 0, result.stdout + result.stderr
     bucket = next(r for r in json.loads(out.read_text())["resources"] if r["type"] == "gcp:storage/bucket:Bucket")
     assert bucket["inputs"]["name"] == "my-proj-1-mini-data"
+
+
+def test_a_stack_file_that_is_not_yaml_exits_2_without_a_traceback(project_copy):
+    (project_copy / "Pulumi.bad.yaml").write_text("config:\n  gcp:project: x\n  trainyard:tpuSlices: [\n    - name: a\n")
+    result = run_preflight("--stack", "bad", cwd=project_copy)
+    assert result.returncode == 2
+    assert "Pulumi.bad.yaml:4:5: " in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2
