@@ -13,6 +13,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
+from components.facts.zones import zone_advisory
 from policies.pools import pool_facts
 from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
 
@@ -241,6 +242,23 @@ def allowed_regions(args: ResourceValidationArgs, report_violation: ReportViolat
         location = lookup(args.props, key)
         if isinstance(location, str) and not _within(location.lower(), allowed):
             report_violation(f"'{args.name}': {key} {location!r} is outside the allowed regions {allowed}.", None)
+
+
+def accelerator_zone_offered(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Accelerator pools sit in zones GCP lists for their accelerator (advisory; the table is dated).
+
+    A zone without the accelerator fails only when GKE creates the pool, after the cluster is up. GCP adds
+    zones, so a zone missing from components/facts/zones.py is worth a look, not a refusal.
+    """
+    if args.resource_type != NODE_POOL_TYPE:
+        return
+    machine_type = lookup(args.props, "nodeConfig.machineType")
+    zones = [z for z in items(args.props, "nodeLocations") if isinstance(z, str)]
+    if not zones and isinstance(lookup(args.props, "location"), str):
+        zones = [lookup(args.props, "location")]
+    for zone in zones:
+        if isinstance(machine_type, str) and (advisory := zone_advisory(machine_type, zone)) is not None:
+            report_violation(f"'{args.name}' ({machine_type}): {advisory}.", None)
 
 
 def cluster_deletion_protection_off(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

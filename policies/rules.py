@@ -118,6 +118,7 @@ POLICIES: list[Policy] = [
     stack_policy(stack_rules.jax_trainer_workers_match_slices),
     stack_policy(stack_rules.kueue_quotas_match_pools),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
+    resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
     stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
 ]

@@ -32,3 +32,25 @@ def test_every_config_capacity_has_a_price_column():
 
     assert set(get_args(GpuCapacity)) | set(get_args(TpuCapacity)) == set(cost.PRICE_COLUMN)
     assert set(cost.PRICE_COLUMN.values()) == set(cost.CAPACITY_MODES)
+
+
+def test_zones_outside_the_dated_table_are_advisories_not_errors():
+    from components.facts import zones
+
+    assert zones.zone_advisory("ct6e-standard-4t", "us-east5-b") is None
+    assert zones.zone_advisory("e2-standard-8", "mars-north1-a") is None  # no accelerator, no table
+    advisory = zones.zone_advisory("ct6e-standard-4t", "us-west1-a")
+    assert advisory.startswith("us-west1-a is not in the table of zones offering TPU v6e (read 2026-11-24")
+    assert zones.zone_advisory("a4-highgpu-8g", "us-east5-b") is None  # no A4 table yet (see zones.py)
+
+
+def test_the_policy_reports_the_zone_advisory_per_pool(dev_plan):
+    from preflight import policy_runner
+
+    plan = dev_plan.to_json()
+    assert [v for v in policy_runner.evaluate(plan, {}) if v.policy == "accelerator-zone-offered"] == []
+    for resource in plan["resources"]:
+        if resource["name"] == "v6e-16-1":
+            resource["inputs"]["nodeLocations"] = ["us-west1-a"]
+    verdicts = [v for v in policy_runner.evaluate(plan, {}) if v.policy == "accelerator-zone-offered"]
+    assert [(v.level, v.urn.rsplit("::", 1)[-1]) for v in verdicts] == [("advisory", "v6e-16-1")]
