@@ -14,10 +14,14 @@ from pulumi_policy import ReportViolation, StackValidationArgs
 
 from components.facts import cost
 from components.facts.gke import (
+    FIREWALL_TYPE,
     GPU_RESOURCE,
+    NETWORK_TYPE,
+    NODE_POOL_TYPE,
     PROVISIONING_REQUEST_CONTROLLER,
     QUEUE_LABEL,
     QUEUED_PROVISIONING_CLASS,
+    SUBNETWORK_TYPE,
     TPU_RESOURCE,
 )
 from policies.pools import PoolFacts, stack_pools
@@ -296,6 +300,41 @@ def _flavor_problems(flavor: Any, flavors: Mapping[str, Any], pools: list[PoolFa
                 f"{sorted(p.name for p in matched)} hold {capacity} at maximum scale"
             )
     return problems
+
+
+def node_networks_allow_internal_ingress(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every additional node network (but RDMA) has an ingress rule from its own subnet.
+
+    GCP's implied rules deny all ingress on a new VPC, and GKE adds no firewall rules for additional node
+    networks: without a rule, TPU DCN (cross-slice) or gVNIC traffic between nodes is dropped. RoCE VPCs
+    are the exception: they refuse VPC firewall rules and let their own traffic through.
+    """
+    networks = {lookup(r.props, "name"): r for r in args.resources if r.resource_type == NETWORK_TYPE}
+    subnets = {lookup(r.props, "name"): r for r in args.resources if r.resource_type == SUBNETWORK_TYPE}
+    firewalls = [r for r in args.resources if r.resource_type == FIREWALL_TYPE]
+    used = {
+        (lookup(extra, "network"), lookup(extra, "subnetwork"))
+        for pool in args.resources if pool.resource_type == NODE_POOL_TYPE
+        for extra in items(pool.props, "networkConfig.additionalNodeNetworkConfigs")
+    }
+    for network_name, subnet_name in sorted(used, key=str):
+        network, subnet = networks.get(network_name), subnets.get(subnet_name)
+        if network is None or subnet is None or lookup(network.props, "networkProfile"):
+            continue  # not this stack's, unknown during preview, or RDMA (RoCE takes no VPC firewall rules)
+        cidr = lookup(subnet.props, "ipCidrRange")
+        if is_unknown(cidr) or any(_allows_ingress_from(rule, network, cidr) for rule in firewalls):
+            continue
+        report_violation(
+            f"network '{network_name}' is a node network with no ingress rule from its subnet {cidr}: "
+            "GCP denies ingress by default, so traffic between the nodes' extra NICs would be dropped.",
+            network.urn,
+        )
+
+
+def _allows_ingress_from(rule: Any, network: Any, cidr: str) -> bool:
+    attached = network.urn in {dependency.urn for dependency in rule.dependencies}
+    ingress = lookup(rule.props, "direction") in (None, "INGRESS")
+    return attached and ingress and bool(items(rule.props, "allows")) and cidr in items(rule.props, "sourceRanges")
 
 
 def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -70,6 +70,7 @@ SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 SKIP_AWAIT = MappingProxyType({SKIP_AWAIT_ANNOTATION: "true"})
 
 # Pulumi type tokens of the GCP resources that policies, preflight and cost read back by type.
+FIREWALL_TYPE = "gcp:compute/firewall:Firewall"
 CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 NETWORK_TYPE = "gcp:compute/network:Network"

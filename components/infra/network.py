@@ -90,18 +90,28 @@ class Networks(pulumi.ComponentResource):
 
     def _dcn_networks(self) -> list[NodeNetwork]:
         """Cross-slice traffic (MEGASCALE) leaves the TPU VMs on these two extra NICs, attached through DRANET."""
-        return [
-            self._node_network(f"{self._prefix}-dcn-{index + 1}", cidr)
-            for index, cidr in enumerate(self._config.network.dcn_ranges)
-        ]
+        networks = []
+        for index, cidr in enumerate(self._config.network.dcn_ranges):
+            name = f"{self._prefix}-dcn-{index + 1}"
+            networks.append(self._node_network(name, cidr))
+            self._internal_firewall(name, networks[-1], cidr)
+        return networks
 
     def _gvnic_networks(self) -> list[NodeNetwork]:
-        node_network = self._node_network(f"{self._prefix}-gvnic-1", self._config.network.gvnic_range)
-        gcp.compute.Firewall(
-            f"{self._prefix}-gvnic-1-internal",
-            name=f"{self._prefix}-gvnic-1-internal",
+        name = f"{self._prefix}-gvnic-1"
+        node_network = self._node_network(name, self._config.network.gvnic_range)
+        self._internal_firewall(name, node_network, self._config.network.gvnic_range)
+        return [node_network]
+
+    def _internal_firewall(self, name: str, node_network: NodeNetwork, cidr: IPv4Network) -> gcp.compute.Firewall:
+        """Ingress from the network's own subnet. A new VPC denies all ingress (GCP's implied rule) and GKE adds
+        no rules for additional node networks, so without this the nodes' extra NICs could not reach each
+        other (docs/cloud-facts.md: firewalls). Not for the RDMA VPC: RoCE VPCs refuse VPC firewall rules."""
+        return gcp.compute.Firewall(
+            f"{name}-internal",
+            name=f"{name}-internal",
             network=node_network.network.id,
-            source_ranges=[str(self._config.network.gvnic_range)],
+            source_ranges=[str(cidr)],
             allows=[
                 gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
                 gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
@@ -109,7 +119,6 @@ class Networks(pulumi.ComponentResource):
             ],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return [node_network]
 
     def _rdma_networks(self) -> list[NodeNetwork]:
         """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC."""

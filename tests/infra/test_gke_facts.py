@@ -54,3 +54,18 @@ def test_the_policy_reports_the_zone_advisory_per_pool(dev_plan):
             resource["inputs"]["nodeLocations"] = ["us-west1-a"]
     verdicts = [v for v in policy_runner.evaluate(plan, {}) if v.policy == "accelerator-zone-offered"]
     assert [(v.level, v.urn.rsplit("::", 1)[-1]) for v in verdicts] == [("advisory", "v6e-16-1")]
+
+
+def test_every_node_network_but_rdma_needs_its_ingress_rule(dev_plan):
+    from preflight import policy_runner
+
+    def violations(plan):
+        found = [v for v in policy_runner.evaluate(plan, {}) if v.policy == "node-networks-allow-internal-ingress"]
+        return sorted((v.level, v.urn.rsplit("::", 1)[-1]) for v in found)
+
+    plan = dev_plan.to_json()
+    assert violations(plan) == []
+    without_firewalls = {**plan, "resources": [r for r in plan["resources"] if r["type"] != "gcp:compute/firewall:Firewall"]}
+    assert violations(without_firewalls) == [
+        ("mandatory", "trainyard-dev-dcn-1-net"), ("mandatory", "trainyard-dev-dcn-2-net"), ("mandatory", "trainyard-dev-gvnic-1-net"),
+    ]

@@ -39,6 +39,24 @@ def without(name: str) -> Callable[[], Stack]:
     return lambda: [item for item in fx.good_stack() if item["name"] != name]
 
 
+def dcn_attached_to_a_pool(firewall: bool) -> Callable[[], Stack]:
+    """The first DCN VPC as a pool's node network, its subnet, and (or not) the ingress rule from it."""
+
+    def build() -> Stack:
+        stack = fx.good_stack()
+        network = fx.by_name(stack, "trainyard-dev-dcn-1")
+        subnet = fx.resource("gcp:compute/subnetwork:Subnetwork", "dcn-1-sub", {"name": "dcn-1-sub", "ipCidrRange": "10.50.0.0/16"})
+        extra = {"additionalNodeNetworkConfigs": [{"network": "trainyard-dev-dcn-1", "subnetwork": "dcn-1-sub"}]}
+        stack = [*fx.replace(stack, fx.changed(fx.by_name(stack, "v6e-16-0"), "networkConfig", extra)), subnet]
+        if firewall:
+            rule = fx.resource("gcp:compute/firewall:Firewall", "dcn-1-internal", {
+                "sourceRanges": ["10.50.0.0/16"], "allows": [{"protocol": "tcp", "ports": ["0-65535"]}]})
+            stack.append({**rule, "dependencies": [network["urn"]]})
+        return stack
+
+    return build
+
+
 def queued_tpu_pool() -> dict[str, Any]:
     return fx.changed(fx.flex_tpu_slice_pool(), "queuedProvisioning", {"enabled": True})
 
@@ -66,6 +84,7 @@ def iam(type_: str, **inputs: Any) -> Callable[[], dict[str, Any]]:
 
 
 VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
+    ("DCN node network without an ingress rule", dcn_attached_to_a_pool(firewall=False), {"node-networks-allow-internal-ingress"}),
     ("mtu 1500", edit("trainyard-dev-dcn-1", "mtu", 1500.0), {"accelerator-vpc-mtu"}),
     ("mtu unset", edit("trainyard-dev-gvnic", "mtu", fx.DELETE), {"accelerator-vpc-mtu"}),
     ("flex auto-repair on", edit(GPU_POOL, "management.autoRepair", True),
@@ -193,6 +212,7 @@ def test_every_mandatory_policy_is_proven_to_fire():
 
 
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    ("DCN node network with its ingress rule", dcn_attached_to_a_pool(firewall=True), None),
     ("flex TPU slice used through Kueue", lambda: fx.replace(
         fx.good_stack() + [fx.flex_tpu_slice_pool()],
         fx.changed(fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE})), None),
