@@ -22,6 +22,7 @@ from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.placement import PlacementProblem, check_placement
 from preflight.plan import Plan, plan_stack
+from preflight.provider_inputs import ProviderInputProblem, check_provider_inputs
 from preflight.render import render_plan
 from preflight.stack_files import StackFileError, find_project_dir
 
@@ -35,6 +36,7 @@ class Verdict:
     schemas: SchemaCheck
     placement: list[PlacementProblem]
     pod_templates: int
+    provider_inputs: list[ProviderInputProblem]
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
     strict_schemas: bool = False
@@ -42,13 +44,15 @@ class Verdict:
     @property
     def failed(self) -> bool:
         unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
-        return (bool(self.schemas.problems) or unchecked_fails or bool(self.placement)
+        return (bool(self.schemas.problems) or unchecked_fails or bool(self.placement) or bool(self.provider_inputs)
                 or policy_runner.has_mandatory(self.policies))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
             "schemaUnchecked": self.schemas.unchecked,
+            "providerInputProblems": [{"resource": p.resource, "path": p.path, "reason": p.reason}
+                                      for p in self.provider_inputs],
             "placementProblems": [{"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement],
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
@@ -75,6 +79,7 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
         schemas=check_manifests(plan.manifests, version),
         placement=placement,
         pod_templates=pod_templates,
+        provider_inputs=check_provider_inputs(plan_json["resources"]),
         policies=policy_runner.evaluate(plan_json, pack_config),
         cost=cost.estimate(plan_json["resources"]),
         strict_schemas=strict_schemas,
@@ -93,6 +98,10 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
         for line in schemas.unchecked:
             print(f"  {line}")
         print(f"  To check them: {HOW_TO_GET_SCHEMAS}.")
+    gcp_resources = sum(1 for resource in plan.resources if resource.type.startswith("gcp:") and resource.custom)
+    print(f"\nProvider inputs: {gcp_resources} GCP resources, {len(verdict.provider_inputs)} problems")
+    for problem in verdict.provider_inputs:
+        print(f"  {problem}")
     print(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
     for problem in verdict.placement:
         print(f"  {problem}")
@@ -124,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({**plan.to_json(), **verdict.to_json()}, indent=2) + "\n")
         print(f"\nPlan written to {args.json}")
     if verdict.failed:
-        print("\npreflight: FAILED (see the schema, placement and mandatory policy problems above)",
+        print("\npreflight: FAILED (see the schema, provider input, placement and mandatory policy problems above)",
               file=sys.stderr)
         return EXIT_CHECK_FAILED
     return EXIT_OK
