@@ -11,9 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
@@ -27,6 +31,8 @@ from preflight.render import render_plan
 from preflight.stack_files import StackFileError, find_project_dir
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
+WIDTH = 100  # the report fits a 100-column terminal; the JSON keeps every message whole
+PROGRESS_AFTER_SECONDS = 1.0
 
 
 @dataclass
@@ -87,28 +93,63 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
 
 
 def print_report(plan: Plan, verdict: Verdict) -> None:
-    print(render_plan(plan.project, plan.stack, plan.resources))
+    say(render_plan(plan.project, plan.stack, plan.resources))
     schemas = verdict.schemas
-    print(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(schemas.problems)} problems")
-    for problem in schemas.problems:
-        print(f"  {problem}")
+    say(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(schemas.problems)} problems")
+    say_each(schemas.problems)
     if schemas.unchecked:
         outcome = "an error (--strict-schemas)" if verdict.strict_schemas else "not an error"
-        print(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
-        for line in schemas.unchecked:
-            print(f"  {line}")
-        print(f"  To check them: {HOW_TO_GET_SCHEMAS}.")
+        say(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
+        say_each([*schemas.unchecked, f"To check them: {HOW_TO_GET_SCHEMAS}."])
     gcp_resources = sum(1 for resource in plan.resources if resource.type.startswith("gcp:") and resource.custom)
-    print(f"\nProvider inputs: {gcp_resources} GCP resources, {len(verdict.provider_inputs)} problems")
-    for problem in verdict.provider_inputs:
-        print(f"  {problem}")
-    print(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
-    for problem in verdict.placement:
-        print(f"  {problem}")
-    print("\nPolicies:")
-    print(policy_runner.render_table(verdict.policies))
-    print("\nCost (USD per hour):")
-    print(cost.render_table(verdict.cost))
+    say(f"\nProvider inputs: {gcp_resources} GCP resources, {len(verdict.provider_inputs)} problems")
+    say_each(verdict.provider_inputs)
+    say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
+    say_each(verdict.placement)
+    say("\nPolicies:")
+    say(policy_runner.render_table(verdict.policies))
+    say("\nCost (USD per hour):")
+    say(cost.render_table(verdict.cost))
+
+
+def say(text: str, file: TextIO = sys.stdout) -> None:
+    """Print `text` within the terminal width: a longer line wraps, its continuation indented."""
+    for line in text.splitlines() or [""]:
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        wrapped = textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+        print("\n".join(wrapped) if wrapped else "", file=file)
+
+
+def say_each(items: Iterable[object]) -> None:
+    for item in items:
+        say(f"  {item}")
+
+
+def verdict_line(plan: Plan, verdict: Verdict) -> str:
+    resources = sum(1 for resource in plan.resources if resource.custom)
+    counts = {
+        "schema": len(verdict.schemas.problems) + (len(verdict.schemas.unchecked) if verdict.strict_schemas else 0),
+        "provider input": len(verdict.provider_inputs),
+        "placement": len(verdict.placement),
+        "mandatory policy": sum(1 for v in verdict.policies if v.level == "mandatory"),
+    }
+    total = sum(counts.values())
+    where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
+    cost_range = f"${verdict.cost.min_usd_per_hour:,.2f}–${verdict.cost.max_usd_per_hour:,.2f}/h"
+    summary = f"{resources} resources, {len(plan.manifests)} objects, {total} problems{f' ({where})' if where else ''}"
+    return f"preflight: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
+
+
+@contextmanager
+def progress(doing: str) -> Iterator[None]:
+    """Say on stderr what preflight is doing, if it takes longer than about a second."""
+    timer = threading.Timer(PROGRESS_AFTER_SECONDS, lambda: print(f"preflight: {doing}…", file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,10 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()
-        plan = plan_stack(args.stack, project_dir)
+        with progress(f"planning stack {args.stack} (running the program under mocks)"):
+            plan = plan_stack(args.stack, project_dir)
         pack_config = (policy_runner.load_pack_config(args.pack_config) if args.pack_config
                        else policy_runner.pack_config_for_stack(args.stack, project_dir))
-        verdict = check(plan, pack_config, args.strict_schemas)
+        with progress("checking schemas, provider inputs, placement, policies and cost"):
+            verdict = check(plan, pack_config, args.strict_schemas)
     except (ConfigError, StackFileError, policy_runner.PackConfigError) as error:
         print(f"preflight: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
@@ -131,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**plan.to_json(), **verdict.to_json()}, indent=2) + "\n")
-        print(f"\nPlan written to {args.json}")
+        say(f"\nPlan written to {args.json}")
     if verdict.failed:
-        print("\npreflight: FAILED (see the schema, provider input, placement and mandatory policy problems above)",
-              file=sys.stderr)
+        say(f"\n{verdict_line(plan, verdict)}", file=sys.stderr)
         return EXIT_CHECK_FAILED
+    say(f"\n{verdict_line(plan, verdict)}")
     return EXIT_OK
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from components.facts import cost
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
 from preflight import policy_runner
+from preflight.plan import integral_as_int
 
 # Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
 # - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,
@@ -181,7 +182,7 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
 
 
 def _show(value: Any, limit: int = 80) -> str:
-    text = "—" if value is None else json.dumps(value, sort_keys=True)
+    text = "—" if value is None else json.dumps(integral_as_int(value), sort_keys=True, ensure_ascii=False)
     text = text if len(text) <= limit else text[: limit - 1] + "…"
     return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 
@@ -225,7 +226,7 @@ def _changed_section(diff: PlanDiff) -> list[str]:
     lines = [f"### Changed ({len(diff.changed)})", ""]
     for change in diff.changed:
         marker = " — **replaced**" if change.replaced else ""
-        lines += [f"**{_short_type(change.type)} `{change.name}`**{marker}", "", "| property | old | new | |",
+        lines += [f"**{_short_type(change.type)} `{change.name}`**{marker}", "", "| property | old | new | effect |",
                   "| --- | --- | --- | --- |"]
         lines += [f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {'forces replacement' if c.replaces else ''} |"
                   for c in change.changes]

@@ -41,9 +41,10 @@ class Plan:
 
     @property
     def manifests(self) -> list[dict[str, Any]]:
-        """Every Kubernetes object as it would be applied (pulumi-kubernetes sends the object as its inputs)."""
+        """Every Kubernetes object as it would be applied (pulumi-kubernetes sends the object as its inputs),
+        with integral numbers as integers, as the provider writes them (the wire carries every number as a float)."""
         return [
-            resource.inputs
+            integral_as_int(resource.inputs)
             for resource in self.resources
             if resource.type.startswith("kubernetes:") and "apiVersion" in resource.inputs
         ]
@@ -116,6 +117,17 @@ def plan_stack(stack: str, project_dir: Path) -> Plan:
     """Plan a stack of the project in `project_dir` with the settings of its Pulumi.<stack>.yaml."""
     files = read_stack_files(project_dir, stack)
     return plan_config(files.project, stack, files.main, files.config, files.secret_keys)
+
+
+def integral_as_int(value: Any) -> Any:
+    """2.0 -> 2 at any depth; other values unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: integral_as_int(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [integral_as_int(item) for item in value]
+    return value
 
 
 def resource_json(resource: Registration) -> dict[str, Any]:

@@ -214,16 +214,14 @@ def _short(urn: str) -> str:
 
 
 def render_table(verdicts: list[Verdict]) -> str:
-    """Plain-text verdict table; one line per violation, long messages wrapped under it."""
+    """Plain-text verdicts: level, policy and resource on one line, the message indented under it."""
     if not verdicts:
         return f"policy pack '{rules.PACK_NAME}': {len(rules.POLICIES)} policies, no violations"
     width_policy = max(len(v.policy) for v in verdicts)
-    width_resource = max(len(_short(v.urn)) for v in verdicts)
-    lines = [f"{'level':<10} {'policy':<{width_policy}} {'resource':<{width_resource}} message"]
+    lines = [f"{'level':<10} {'policy':<{width_policy}} resource (message below)"]
     for verdict in verdicts:
-        first, *rest = verdict.message.splitlines() or [""]
-        lines.append(f"{verdict.level:<10} {verdict.policy:<{width_policy}} {_short(verdict.urn):<{width_resource}} {first}")
-        lines += [f"{'':<{12 + width_policy + width_resource}}{line}" for line in rest]
+        lines.append(f"{verdict.level:<10} {verdict.policy:<{width_policy}} {_short(verdict.urn)}")
+        lines += [f"{'':<11}{line}" for line in verdict.message.splitlines()]
     mandatory = sum(v.level == "mandatory" for v in verdicts)
     lines.append(f"{mandatory} mandatory, {len(verdicts) - mandatory} advisory violation(s)")
     return "\n".join(lines)

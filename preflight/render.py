@@ -53,7 +53,11 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
 def summary(resource: Registration) -> str:
     describe = SUMMARIES.get(resource.type)
     details = describe(resource.inputs) if describe else []
-    return "  ".join([resource.type, resource.name, *([f"[{', '.join(details)}]"] if details else [])])
+    # The tree names the kind only (the full type tokens are counted under "Resources by type"), to fit 100 columns.
+    kind = resource.type.rsplit(":", 1)[-1]
+    if resource.type.startswith("pulumi:providers:"):
+        kind = f"{kind} provider"
+    return "  ".join([kind, resource.name, *([f"[{', '.join(details)}]"] if details else [])])
 
 
 def _tree_lines(resources: list[Registration]) -> Iterator[str]:

@@ -49,7 +49,7 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
     )
     assert [v.policy for v in result.new_verdicts] == ["accelerator-vpc-mtu"] and result.resolved_verdicts == []
     markdown = diff.render_markdown(result, "main")
-    assert "| `mtu` | `8896.0` | `1500.0` |" in markdown and "accelerator-vpc-mtu" in markdown
+    assert "| property | old | new | effect |" in markdown and "| `mtu` | `8896` | `1500` |" in markdown and "accelerator-vpc-mtu" in markdown
     assert "[!CAUTION]" not in markdown
 
 

@@ -89,7 +89,8 @@ def test_unknown_value_does_not_hide_a_real_violation_elsewhere():
 def test_table_lists_each_violation_and_counts():
     table = render_table(evaluate(bad_mtu_plan(), {"cluster-deletion-protection-off": "mandatory"}))
     lines = table.splitlines()
-    assert lines[0].split() == ["level", "policy", "resource", "message"]
-    assert any(line.split()[:3] == ["mandatory", "accelerator-vpc-mtu", "trainyard-dev-dcn-1"] for line in lines)
+    assert lines[0].split() == ["level", "policy", "resource", "(message", "below)"]
+    at = next(i for i, line in enumerate(lines) if line.split() == ["mandatory", "accelerator-vpc-mtu", "trainyard-dev-dcn-1"])
+    assert lines[at + 1].startswith(" " * 11 + "network 'trainyard-dev-dcn-1'")
     assert lines[-1] == "1 mandatory, 0 advisory violation(s)"
     assert "no violations" in render_table([])

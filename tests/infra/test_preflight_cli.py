@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def dev_run(tmp_path_factory):
 def test_dev_plan_tree_and_counts(dev_run):
     result, _ = dev_run
     assert result.returncode == 0, result.stderr
-    assert "gcp:container/nodePool:NodePool  v6e-16-0  [ct6e-standard-4t, topology 4x4, nodes 4, onDemand, +2 NICs]" in result.stdout
+    assert "    NodePool  v6e-16-0  [ct6e-standard-4t, topology 4x4, nodes 4, onDemand, +2 NICs]\n" in result.stdout
     assert "gpu-nodepool-dws  [a4-highgpu-8g, nodes 0..10, dwsQueued, 8 x nvidia-b200, +9 NICs]" in result.stdout
     assert "trainyard-dev-rdma-net  [MTU 8896, RDMA profile]" in result.stdout
     assert "     4  gcp:container/nodePool:NodePool" in result.stdout
@@ -180,3 +181,33 @@ def test_a_stack_file_that_is_not_yaml_exits_2_without_a_traceback(project_copy)
     assert result.returncode == 2
     assert "Pulumi.bad.yaml:4:5: " in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 2
+
+
+def test_the_report_fits_100_columns_and_ends_with_one_verdict_line(dev_run):
+    result, plan = dev_run
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert re.fullmatch(r"preflight: OK — \d+ resources, 34 objects, 0 problems, \$[\d,]+\.\d\d–\$[\d,]+\.\d\d/h", lines[-1])
+    replicas = next(m for m in plan["manifests"] if m["kind"] == "RayJob")["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"]
+    assert replicas == 2 and isinstance(replicas, int)  # integral numbers as the provider writes them
+
+
+def test_a_failure_ends_with_the_failure_verdict_on_stderr(project_copy):
+    values = dev_config_values()
+    values["trainyard:jobs"]["ray"]["headCpu"] = "8"
+    write_stack(project_copy, "fat-head", values)
+    result = run_preflight("--stack", "fat-head", cwd=project_copy)
+    assert result.returncode == 1
+    assert re.search(r"preflight: FAILED — \d+ resources, 34 objects, 1 problems \(1 placement\), \$", result.stderr)
+
+
+def test_slow_steps_say_what_they_do_on_stderr(capsys):
+    import time
+
+    from preflight.__main__ import progress
+
+    with progress("quick"):
+        pass
+    with progress("slow"):
+        time.sleep(1.3)
+    assert capsys.readouterr().err == "preflight: slow…\n"
