@@ -1,4 +1,4 @@
-"""Schema checks of every Kubernetes object the program would apply (issue 3, item 9).
+"""Schema checks of every Kubernetes object the program would apply.
 
 Built-in kinds are validated against kubernetes-validate's bundled *strict* schemas for the cluster's
 minor version; custom resources against the strict CRD schemas of `preflight.crd_schemas`, with their

@@ -41,7 +41,7 @@ class KueueConfig(ConfigModel):
     cluster_queue: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
     local_queue: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
     cohort: str | None = Field(None, pattern=DNS_LABEL, max_length=63)
-    # Flavors tried in order: on-demand, spot and reserved capacity first, DWS (flex-start) last (FACTS B).
+    # Flavors tried in order: on-demand, spot and reserved capacity first, DWS (flex-start) last (docs/cloud-facts.md: Kueue for DWS).
     prefer_on_demand: bool = True
     admission_check: str = Field("dws-prov", pattern=DNS_LABEL, max_length=63)
 
@@ -125,7 +125,7 @@ class SmokeConfig(ConfigModel):
 
     enabled: bool = False
     jax_image: str = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest"
-    # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports (seed, FACTS A).
+    # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports (docs/cloud-facts.md: the A4 fine-tune).
     nccl_image: str = "nvcr.io/nvidia/pytorch:25.03-py3"
     nccl_nodes: Int = Field(2, ge=1)
     nccl_megabytes: Int = Field(256, ge=1)

@@ -65,7 +65,7 @@ def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.N
 
 def pool_options(parent: pulumi.Resource, capacity: str) -> pulumi.ResourceOptions:
     """GKE rewrites flex-start pools' upgrade settings (strategy SHORT_LIVED) whatever is sent, so the
-    field would show a diff on every preview (FACTS D.3; crossplane-contrib/provider-upjet-gcp #1028)."""
+    field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings)."""
     return pulumi.ResourceOptions(
         parent=parent, ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None
     )

@@ -2,7 +2,7 @@
 
 Per TPU slice group, the first-JAX-job from the seed: an Indexed Job with one pod per VM of one slice that
 fails unless `jax.device_count()` is the slice's chips. Per A4 pool, an NCCL all-gather across
-`ncclNodes` nodes over the RDMA NICs (FACTS D.8: users want to see the fabric work before a long job);
+`ncclNodes` nodes over the RDMA NICs (docs/cloud-facts.md: a fabric check before a long job);
 the script checks every rank's data and prints algorithm and bus bandwidth.
 """
 

@@ -1,4 +1,4 @@
-"""The FSDP fine-tune on A4: a headless Service and an Indexed Job running torchrun on every node (FACTS A).
+"""The FSDP fine-tune on A4: a headless Service and an Indexed Job running torchrun on every node (docs/cloud-facts.md: the A4 fine-tune).
 
 One pod per node (parallelism = completions = nodes, `nvidia.com/gpu` = the machine's GPUs), rendezvous on
 pod 0 through the Service; the pod's extra NICs are the RDMA Networks in `GpuMachine` order; NCCL and gIB
@@ -38,7 +38,7 @@ GCS_FUSE_MOUNT_OPTIONS = (
 
 
 def nccl_env(tuner_config: str) -> dict[str, str]:
-    """The A4 tutorial's NCCL settings for gIB over RoCE (FACTS A); the tuner file is the machine's."""
+    """The A4 tutorial's NCCL settings for gIB over RoCE (docs/cloud-facts.md: the A4 fine-tune); the tuner file is the machine's."""
     return {
         "NCCL_NET": "gIB",
         "NCCL_CROSS_NIC": "0",

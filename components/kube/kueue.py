@@ -1,4 +1,4 @@
-"""Kueue: the pinned release, and the queue objects derived from the pools (FACTS B).
+"""Kueue: the pinned release, and the queue objects derived from the pools (docs/cloud-facts.md: Kueue for DWS).
 
 One ResourceFlavor per TPU slice group (its shape and capacity labels), per GPU pool (its node pool) and for
 the system pool (Ray heads and other CPU pods); one ClusterQueue whose quotas are what those pools hold at

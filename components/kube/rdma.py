@@ -2,7 +2,7 @@
 
 Pods name these Networks in their `networking.gke.io/interfaces` annotation (eth1 the gVNIC, eth2.. the RDMA
 NICs, in `GpuMachine.additional_network_names` order); the installer DaemonSet copies NCCL and the gIB plugin
-onto every A4 node, where jobs mount them from the host (FACTS A).
+onto every A4 node, where jobs mount them from the host (docs/cloud-facts.md: the A4 fine-tune).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from components.facts import gke, topology
 from components.infra.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
-# The tutorial's pin (FACTS A); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.
+# The tutorial's pin (docs/cloud-facts.md: the A4 fine-tune); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.
 GIB_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"

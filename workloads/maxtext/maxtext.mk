@@ -6,7 +6,7 @@ MAXTEXT_PY := $(MAXTEXT_VENV)/bin/python
 MAXTEXT_REQUIREMENTS := workloads/maxtext/requirements.txt workloads/maxtext/constraints.txt
 
 # The seed's Llama 3 8B job on 2 x v6e-16 (ray-maxtext-multislice-gke): the facts the stack would pass.
-MAXTEXT_SEED_8B_FACTS := --accelerator-type TPU-V6E --topology 4x4 --slices 2 --hosts-per-slice 4 --chips-per-host 4
+MAXTEXT_SEED_8B_SLICES := --accelerator-type TPU-V6E --topology 4x4 --slices 2 --hosts-per-slice 4 --chips-per-host 4
 MAXTEXT_SEED_8B_ARGS := model_name=llama3-8b dataset_type=synthetic steps=100 per_device_batch_size=4 \
 	max_target_length=4096 ici_fsdp_parallelism=4 ici_tensor_parallelism=4
 
@@ -39,7 +39,7 @@ fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
 
 # The seed's 8B job for 2 x v6e-16, stated by hand (no stack needed).
 fit-check-seed: $(MAXTEXT_VENV)/.installed
-	$(MAXTEXT_PY) -m workloads.maxtext.fit $(MAXTEXT_SEED_8B_FACTS) --name seed-llama3-8b \
+	$(MAXTEXT_PY) -m workloads.maxtext.fit $(MAXTEXT_SEED_8B_SLICES) --name seed-llama3-8b \
 		-- $(MAXTEXT_SEED_8B_ARGS)
 
 TEST_TARGETS += test-maxtext
