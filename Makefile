@@ -10,7 +10,7 @@ PREFLIGHT_FLAGS ?=
 # (tests/infra/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
-.PHONY: preflight test test-infra lint schemas train-local
+.PHONY: preflight test test-infra lint schemas train-local docs
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
@@ -30,6 +30,10 @@ preflight: $(VENV)/.preflight
 # vendored in preflight/crds/), checking every file's sha256; needs the internet.
 schemas: $(VENV)/.preflight
 	$(VENV)/bin/python -m preflight.fetch_schemas
+
+# The README's config table, from the config models' field descriptions (a test fails when they disagree).
+docs: $(VENV)/.preflight
+	$(VENV)/bin/python -m components.config.reference --write
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

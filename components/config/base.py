@@ -55,4 +55,6 @@ Float = Annotated[float, BeforeValidator(_not_a_boolean)]
 class ConfigModel(BaseModel):
     """A section of the stack config: camelCase keys, unknown keys refused, immutable once parsed."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, use_attribute_docstrings=True
+    )

@@ -35,29 +35,46 @@ class KueueConfig(ConfigModel):
     """Kueue's release and the queues every workload of the stack goes through."""
 
     install: bool = True
+    """Install Kueue's release (the OCI Helm chart)."""
     # The OCI Helm chart of this release (registry.k8s.io/kueue/charts/kueue); CRD schemas match v0.19.2.
     version: str = Field("v0.19.2", pattern=VERSION_TAG)
+    """Kueue release; the vendored CRD schemas match v0.19.2."""
     namespace: str = Field("kueue-system", pattern=DNS_LABEL, max_length=63)
+    """Kueue's namespace."""
     cluster_queue: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
+    """The ClusterQueue every workload goes through."""
     local_queue: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
+    """The LocalQueue in the workloads' namespace."""
     cohort: str | None = Field(None, pattern=DNS_LABEL, max_length=63)
+    """A cohort to share quota with other ClusterQueues."""
     # Flavors tried in order: on-demand, spot and reserved capacity first, DWS (flex-start) last (docs/cloud-facts.md: Kueue for DWS).
     prefer_on_demand: bool = True
+    """Try on-demand, spot and reserved flavors before DWS ones."""
     admission_check: str = Field("dws-prov", pattern=DNS_LABEL, max_length=63)
+    """Name of the ProvisioningRequest admission check for DWS flavors."""
 
 
 class RayClusterConfig(ConfigModel):
     """The Ray cluster shape shared by the standalone RayCluster and every MaxText RayJob."""
 
     enabled: bool = False  # a standalone RayCluster for `ray job submit`, as in the seed
+    """Also start a standalone RayCluster (for `ray job submit`); RayJobs bring their own."""
     name: str = Field("maxtext", pattern=DNS_LABEL, max_length=40)
+    """The standalone RayCluster's name."""
     image: str = "rayproject/ray:2.60.0-py312-tpu"  # the Ray the trainer is tested with
+    """Ray image of heads and workers."""
     head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (e2-standard-8: 7.91 allocatable)
+    """CPU request of a Ray head (it lands on the system pool)."""
     head_memory: str = Field("16Gi", pattern=QUANTITY)
+    """Memory of a Ray head."""
     worker_cpu: str = Field("8", pattern=QUANTITY)
+    """CPU request of a TPU worker pod."""
     worker_memory: str = Field("200G", pattern=QUANTITY)
+    """Memory of a TPU worker pod."""
     metrics_export_port: Int = Field(8082, ge=1024, le=65535)
+    """Ray's metrics port."""
     megascale_port: Int = Field(9915, ge=1024, le=65535)
+    """Port of MaxText's cross-slice (MEGASCALE) traffic."""
     # Stays on the host's loopback and the two DRANET NICs (eth1, eth2); see dranet.py.
     libtpu_init_args: tuple[str, ...] = (
         "--xla_tpu_scoped_vmem_limit_kib=122880",
@@ -69,29 +86,46 @@ class RayClusterConfig(ConfigModel):
         "--xla_tpu_overlap_compute_collective_tc=true",
         "--xla_enable_async_all_gather=true",
     )
+    """LIBTPU_INIT_ARGS of the workers."""
 
 
 class MaxTextJobConfig(ConfigModel):
     """One MaxText pre-training RayJob on a group of TPU slices."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
+    """RayJob name."""
     enabled: bool = True
+    """Start the job; a disabled job is kept but not checked against the pools."""
     slices: str = Field(pattern=DNS_LABEL)  # the trainyard:tpuSlices group it runs on
+    """The trainyard:tpuSlices group it runs on."""
     model_name: str = Field(pattern=MODEL_NAME)
+    """MaxText model, e.g. llama3-8b."""
     steps: Int = Field(ge=1)
+    """Training steps."""
     per_device_batch_size: Float = Field(gt=0)
+    """MaxText per_device_batch_size."""
     max_target_length: Int = Field(ge=1)
+    """Sequence length."""
     remat_policy: RemPolicy | None = None
+    """MaxText remat_policy."""
     dataset_type: Literal["synthetic", "tfds", "grain", "hf"] = "synthetic"
+    """MaxText dataset_type."""
     run_name: str | None = Field(None, pattern=RUN_NAME)
+    """MaxText run name; unset: the job's name."""
     # Sizes of MaxText's mesh axes; ici fsdp and dcn data take whatever the slices leave over.
     ici: dict[str, int] = Field(default_factory=dict)
+    """MaxText mesh sizes within a slice by axis, e.g. {tensor: 4}; fsdp takes the chips left."""
     dcn: dict[str, int] = Field(default_factory=dict)
+    """MaxText mesh sizes across slices by axis; data takes the slices left."""
     # Elastic: Ray Train runs on min..max whole slices of the group (default: all of them, not elastic).
     min_slices: Int | None = Field(None, ge=1)
+    """Elastic: fewest whole slices Ray Train runs on."""
     max_slices: Int | None = Field(None, ge=1)
+    """Elastic: most slices; unset: every slice of the group."""
     max_failures: Int = Field(0, ge=0)
+    """Worker-group restarts Ray Train allows."""
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
+    """Further MaxText key=value arguments (mesh sizes go in ici/dcn)."""
 
     @property
     def elastic(self) -> bool:
@@ -106,36 +140,55 @@ class FsdpJobConfig(ConfigModel):
     """One torchrun FSDP2 fine-tune as an Indexed Job on an A4 pool."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
+    """Indexed Job name."""
     enabled: bool = True
+    """Start the job."""
     pool: str = Field(pattern=DNS_LABEL)  # the trainyard:gpuPools pool it runs on
+    """The trainyard:gpuPools pool it runs on."""
     nodes: Int = Field(ge=1)
+    """Nodes (one torchrun pod each); at most the pool's maxNodes."""
     image: str = Field(min_length=1)  # the trainer image (the seed builds its own on cuda-dl-base, CUDA 12.8)
+    """The trainer image, built from workloads/fsdp/Dockerfile."""
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.
     args: dict[str, str] = Field(default_factory=dict)
+    """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}."""
     max_run_duration_seconds: Int = Field(7200, ge=60)
+    """How long DWS keeps the nodes (provreq maxRunDurationSeconds)."""
     # The Pulumi secret config key holding the Hugging Face token (gated models), outside the trainyard
     # namespace whose keys are all typed: `pulumi config set --secret huggingface:token hf_...`.
     hf_token_key: str | None = Field("huggingface:token", pattern=CONFIG_KEY)
+    """Pulumi secret config key of the Hugging Face token, outside the trainyard namespace."""
     memory: str = Field("1800Gi", pattern=QUANTITY)
+    """Memory of each trainer pod."""
     shm_size: str = Field("250Gi", pattern=QUANTITY)
+    """Size of /dev/shm."""
 
 
 class SmokeConfig(ConfigModel):
     """Opt-in checks: a first-JAX-job per TPU slice group, an NCCL all-gather per A4 pool."""
 
     enabled: bool = False
+    """Start the bring-up checks."""
     jax_image: str = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest"
+    """Image of the per-slice first-JAX-job."""
     # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports (docs/cloud-facts.md: the A4 fine-tune).
     nccl_image: str = "nvcr.io/nvidia/pytorch:25.03-py3"
+    """Image of the NCCL all-gather (CUDA 12.8, NCCL 2.25/2.26 for gIB)."""
     nccl_nodes: Int = Field(2, ge=1)
+    """Nodes the all-gather spans; at most the pool's maxNodes."""
     nccl_megabytes: Int = Field(256, ge=1)
+    """Size of each all-gather buffer."""
 
 
 class JobsConfig(ConfigModel):
     ray: RayClusterConfig = RayClusterConfig()
+    """Ray cluster shape shared by the RayJobs (and an optional standalone RayCluster)."""
     maxtext: tuple[MaxTextJobConfig, ...] = ()
+    """MaxText RayJobs."""
     fsdp: tuple[FsdpJobConfig, ...] = ()
+    """FSDP fine-tunes."""
     smoke: SmokeConfig = SmokeConfig()
+    """Opt-in bring-up checks."""
 
     @property
     def enabled_maxtext(self) -> tuple[MaxTextJobConfig, ...]:

@@ -27,17 +27,25 @@ class SystemPoolConfig(ConfigModel):
     """The CPU pool for system pods, Kueue, KubeRay heads."""
 
     machine_type: str = "e2-standard-8"
+    """Machine type of the CPU pool that runs system pods, Kueue and the Ray heads."""
     min_nodes: Int = Field(3, ge=0)
+    """Fewest nodes of the system pool (autoscaling)."""
     max_nodes: Int = Field(5, ge=1)
+    """Most nodes of the system pool; at least minNodes."""
 
 
 class ClusterConfig(ConfigModel):
     name: str = Field("trainyard", pattern=DNS_LABEL, max_length=40)
+    """The GKE cluster's name; also the prefix of its networks and firewall rules."""
     release_channel: ReleaseChannel = "REGULAR"
+    """GKE release channel; UNSPECIFIED keeps auto-upgrade off, as DWS pools want."""
     # A minor ("1.35") or a full GKE version ("1.35.2-gke.1842000"); DRANET needs >= 1.34.
     version: str = Field("1.35", pattern=GKE_VERSION)
+    """GKE version: a minor such as 1.35 or a full version; 1.34 or newer (DRANET, resource.k8s.io/v1)."""
     deletion_protection: bool = True
+    """Refuse to delete the cluster; turn off before `pulumi destroy`."""
     system_pool: SystemPoolConfig = SystemPoolConfig()
+    """The CPU pool: `machineType`, `minNodes`, `maxNodes`."""
 
     @property
     def kubernetes_minor(self) -> tuple[int, int]:
@@ -51,27 +59,41 @@ def _seed_rdma_ranges() -> tuple[IPv4Network, ...]:
 
 class NetworkConfig(ConfigModel):
     mtu: Int = Field(8896, ge=1300, le=8896)
+    """MTU of every VPC the stack creates (8896 for accelerator traffic)."""
     node_range: IPv4Network = IPv4Network("10.0.0.0/20")
+    """Primary subnet range of the nodes."""
     pod_range: IPv4Network = IPv4Network("10.64.0.0/19")
+    """Secondary range for pods; GKE gives each node a /24, so it bounds how many nodes the pools may reach."""
     service_range: IPv4Network = IPv4Network("10.65.0.0/19")
+    """Secondary range for Services."""
     dcn_ranges: tuple[IPv4Network, IPv4Network] = (
         IPv4Network("10.50.0.0/16"),
         IPv4Network("10.60.0.0/16"),
     )
+    """Subnet ranges of the two TPU DCN VPCs (created only for multislice groups)."""
     gvnic_range: IPv4Network = IPv4Network("192.168.0.0/24")
+    """Subnet range of the A4 gVNIC VPC (created only with GPU pools)."""
     rdma_ranges: tuple[IPv4Network, ...] = Field(default_factory=_seed_rdma_ranges)
+    """Subnet ranges of the RDMA VPC, one per RDMA NIC (8 for A4)."""
 
 
 class TpuSliceConfig(ConfigModel):
     """`count` slices of one shape; each slice is one node pool named `<name>-<index>`."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)  # and its pools <name>-<i> too (checks)
+    """Name of the slice group; its node pools are `<name>-0`, `<name>-1`, ..."""
     generation: str = "v6e"
+    """TPU generation."""
     topology: str
+    """Slice topology such as 4x4; chips, VMs and the machine type follow from it."""
     count: Int = Field(1, ge=1)
+    """How many slices of this shape (one node pool each); more than one makes the group multislice."""
     machine_type: str | None = None
+    """VM machine type; derived from the topology when unset (2x4 also allows ct6e-standard-4t)."""
     capacity: TpuCapacity = "onDemand"
+    """How the VMs are obtained: onDemand, spot, flexStart (DWS) or reservation."""
     reservation: str | None = None
+    """The reservation's name, with capacity reservation only."""
 
     @property
     def slice(self) -> topology.TpuSlice:
@@ -84,12 +106,19 @@ class TpuSliceConfig(ConfigModel):
 
 class GpuPoolConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
+    """Node pool name."""
     machine_type: str = topology.A4_MACHINE_TYPE
+    """GPU machine type."""
     min_nodes: Int = Field(0, ge=0)
+    """Fewest nodes; 0 for flex-start pools."""
     max_nodes: Int = Field(ge=1)
+    """Most nodes the pool may reach."""
     capacity: GpuCapacity = "dwsQueued"
+    """dwsQueued (flex-start with queued provisioning), flexStart, spot, onDemand or reservation."""
     reservation: str | None = None
+    """The reservation's name, with capacity reservation only."""
     gpu_driver_version: GpuDriverVersion = "DEFAULT"
+    """The GPU driver GKE installs."""
 
     @property
     def machine(self) -> topology.GpuMachine:
@@ -99,11 +128,16 @@ class GpuPoolConfig(ConfigModel):
 class StorageConfig(ConfigModel):
     # Unset: `<project>-<stack>-data` (project IDs are globally unique, so the name is free unless taken).
     bucket: str | None = None  # GCS's naming rules are checked in checks.py (facts.gcp_names)
+    """The data and checkpoint bucket; unset: `<project>-<stack>-data` (lowercased, other characters as `-`, cut to 63 with a hash)."""
     location: str | None = None
+    """Bucket location; unset: the region."""
     namespace: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)
+    """Kubernetes namespace of the workloads (not default, kube-* or Kueue's)."""
     service_account: str = Field("trainyard-runner", pattern=DNS_LABEL, max_length=63)
+    """Kubernetes service account the workloads run as; Workload Identity grants it the bucket."""
     # Datasets and checkpoints outlive the stack unless the config says otherwise.
     delete_with_stack: bool = False
+    """Delete the bucket and its objects with the stack; by default it is retained."""
 
 
 NOT_A_CONFIG_KEY = {"configKey": False}  # given by the program, never written in a stack file
@@ -122,19 +156,29 @@ def derived_bucket_name(project: str, stack: str) -> str:
 class StackConfig(BaseModel):
     """Everything one stack says, typed; the single input of every component."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     stack: str = Field(pattern=STACK_NAME, json_schema_extra=NOT_A_CONFIG_KEY)  # the Pulumi stack's name
     project: str = Field(alias="gcp:project", pattern=PROJECT_ID)
+    """The Google Cloud project."""
     region: str = Field(alias="gcp:region", pattern=REGION)
+    """The region of the cluster, networks and bucket."""
     zone: str = Field(alias="trainyard:zone", pattern=ZONE)
+    """The zone of the cluster and its pools, in the region."""
     cluster: ClusterConfig = Field(ClusterConfig(), alias="trainyard:cluster")
+    """The GKE cluster."""
     network: NetworkConfig = Field(NetworkConfig(), alias="trainyard:network")
+    """The VPCs and their ranges."""
     tpu_slices: tuple[TpuSliceConfig, ...] = Field((), alias="trainyard:tpuSlices")
+    """TPU slice groups."""
     gpu_pools: tuple[GpuPoolConfig, ...] = Field((), alias="trainyard:gpuPools")
+    """GPU node pools."""
     storage: StorageConfig = Field(StorageConfig(), alias="trainyard:storage")
+    """The bucket and the workloads' namespace and service account."""
     kueue: KueueConfig = Field(KueueConfig(), alias="trainyard:kueue")
+    """Kueue's release and queues."""
     jobs: JobsConfig = Field(JobsConfig(), alias="trainyard:jobs")
+    """The workloads the stack starts."""
 
     @property
     def bucket_name(self) -> str:
