@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import copy
-import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-
-PROJECT_DIR = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(PROJECT_DIR))
 
 from preflight.plan import Plan, plan_config, plan_stack
 from preflight.stack_files import read_stack_files
-
-
-def dev_config_values() -> dict[str, Any]:
-    """The dev stack's config as YAML values (objects, not JSON text)."""
-    return yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())["config"]
-
-
-def as_engine_config(values: dict[str, Any]) -> dict[str, str]:
-    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
+from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 
 @pytest.fixture(scope="session")
@@ -44,10 +29,3 @@ def plan_with() -> Callable[[Callable[[dict[str, Any]], None]], Plan]:
         return plan_config(files.project, "dev", files.main, as_engine_config(values))
 
     return plan
-
-
-def one(plan: Plan, type_: str, name: str) -> dict[str, Any]:
-    """The engine inputs of the one resource of `type_` named `name`."""
-    matches = [r.inputs for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {len(matches)} found"
-    return matches[0]

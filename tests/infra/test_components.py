@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.infra.conftest import one
+from tests.infra.helpers.plans import one
 
 STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
 

@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
-from tests.infra.conftest import as_engine_config, dev_config_values
+from tests.infra.helpers.plans import as_engine_config, dev_config_values
 
 
 def load(values):

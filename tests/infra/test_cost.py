@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.facts import cost, topology
-from tests.infra import policy_fixtures as fx
+from tests.infra.helpers import policy_stacks as fx
 
 BOOK = cost.load_prices()
 REGIONS = ("us-central1", "us-east5", "europe-west4")

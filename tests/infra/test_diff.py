@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from preflight import diff
-from tests.infra import policy_fixtures as fx
+from tests.infra.helpers import policy_stacks as fx
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 

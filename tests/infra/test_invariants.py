@@ -15,7 +15,7 @@ import shlex
 import pytest
 
 from components.facts import topology
-from tests.infra.test_k8s_kueue_rdma import manifest, quotas
+from tests.infra.helpers.plans import manifest, quotas
 from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxtext_args
 from workloads.maxtext.parallelism import check_elastic_parallelism, parse_overrides
 

@@ -9,9 +9,7 @@ import pytest
 
 from components.config.load import ConfigError, load_stack_config
 from preflight.kube_schemas import SchemaCheck, check_manifests
-from tests.infra.conftest import as_engine_config, dev_config_values
-from tests.infra.test_k8s_kueue_rdma import manifest
-from tests.infra.test_k8s_workloads import everything_on
+from tests.infra.helpers.plans import as_engine_config, dev_config_values, everything_on, manifest
 
 
 def test_dev_and_everything_on_plans_have_no_schema_problems(dev_plan, plan_with):

@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.infra.conftest import one
+from tests.infra.helpers.plans import manifest, one, quotas
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-
-
-def manifest(plan, kind, name):
-    found = [m for m in plan.manifests if m["kind"] == kind and m["metadata"]["name"] == name]
-    assert len(found) == 1, f"{kind} {name}: {len(found)} found"
-    return found[0]
-
-
-def quotas(cluster_queue):
-    (group,) = cluster_queue["spec"]["resourceGroups"]
-    return {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]}
 
 
 def test_dev_cluster_queue_quotas_are_what_the_pools_hold(dev_plan):

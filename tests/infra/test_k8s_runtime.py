@@ -14,7 +14,7 @@ import pytest
 
 from components.jobs.smoke_workloads import ALLGATHER_SCRIPT
 from components.kube import workload_code
-from tests.infra.conftest import PROJECT_DIR
+from tests.infra.helpers.plans import PROJECT_DIR
 
 RAY_PYTHON = PROJECT_DIR / ".venv-maxtext" / "bin" / "python"
 TORCHRUN = PROJECT_DIR / ".venv-fsdp" / "bin" / "torchrun"

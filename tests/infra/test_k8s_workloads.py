@@ -12,19 +12,12 @@ import zipfile
 import pytest
 
 from components.kube import workload_code
-from tests.infra.conftest import PROJECT_DIR, as_engine_config, dev_config_values
-from tests.infra.test_k8s_kueue_rdma import manifest
+from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values, everything_on, manifest
 from workloads.fsdp.config import parse_config
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import check_parallelism, parse_overrides
 
 GCS_FUSE = {"gke-gcsfuse/volumes": "true", "gke-gcsfuse/cpu-limit": "0", "gke-gcsfuse/memory-limit": "0", "gke-gcsfuse/ephemeral-storage-limit": "0"}
-
-
-def everything_on(values):
-    values["trainyard:jobs"]["ray"]["enabled"] = True
-    values["trainyard:jobs"]["smoke"]["enabled"] = True
-    values["trainyard:jobs"]["maxtext"][1]["enabled"] = True
 
 
 @pytest.fixture(scope="module")

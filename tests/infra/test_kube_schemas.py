@@ -21,8 +21,8 @@ from preflight.kube_schemas import (
     kubernetes_minor,
     supported_kubernetes_versions,
 )
-from tests.infra import fixtures_kube as fx
-from tests.infra.fixtures_kube_crds import crd_yaml_from_vendored, mirror_of_vendored
+from tests.infra.helpers import kube_objects as fx
+from tests.infra.helpers.crds import crd_yaml_from_vendored, mirror_of_vendored
 
 CLUSTER_VERSION = "1.34"
 

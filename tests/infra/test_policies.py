@@ -13,7 +13,7 @@ import pytest
 
 from policies import rules
 from preflight.policy_runner import evaluate
-from tests.infra import policy_fixtures as fx
+from tests.infra.helpers import policy_stacks as fx
 
 GPU_POOL, SLICE, SYSTEM = "gpu-nodepool-dws", "v6e-16-0", "system"
 Stack = list[dict[str, Any]]

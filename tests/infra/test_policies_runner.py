@@ -8,7 +8,7 @@ import pytest
 from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE
 
 from preflight.policy_runner import PackConfigError, Verdict, evaluate, has_mandatory, render_table
-from tests.infra import policy_fixtures as fx
+from tests.infra.helpers import policy_stacks as fx
 
 
 def bad_mtu_plan() -> dict:

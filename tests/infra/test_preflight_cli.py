@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from preflight.crd_schemas import CRD_DIR_ENV, pinned_schema_files
-from tests.infra.conftest import PROJECT_DIR, dev_config_values
+from tests.infra.helpers.plans import PROJECT_DIR, dev_config_values
 
 SECRET_MARKERS = ("4dabf18193072939515e22adb298388d", "BEGIN CERTIFICATE")
 

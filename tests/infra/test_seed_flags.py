@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.conftest import one
+from tests.infra.helpers.plans import one
 
 CLUSTER = ("gcp:container/cluster:Cluster", "trainyard-dev")
 DWS_POOL = ("gcp:container/nodePool:NodePool", "gpu-nodepool-dws")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from components.facts import topology
-from tests.infra.conftest import PROJECT_DIR
+from tests.infra.helpers.plans import PROJECT_DIR
 
 V6E_EXPECTED = {
     # topology: (chips, default machine type, VMs, multi-host)
