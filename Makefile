@@ -7,7 +7,7 @@ STACK ?= dev
 PREFLIGHT_FLAGS ?=
 
 # Each workload's .mk appends its own test target here; test-infra runs last, once the trainers' venvs exist
-# (tests/infra/test_k8s_runtime.py runs the rendered commands in them).
+# (tests/infra/jobs/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
 .PHONY: preflight test test-infra lint schemas train-local docs

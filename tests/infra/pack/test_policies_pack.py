@@ -18,8 +18,9 @@ from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from policies import rules
+from tests.infra.helpers.plans import PROJECT_DIR
 
-POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICIES_DIR = PROJECT_DIR / "policies"
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ import yaml
 
 from preflight import diff
 from tests.infra.helpers import policy_stacks as fx
-
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+from tests.infra.helpers.plans import PROJECT_DIR
 
 
 def edited(name: str, path: str, value) -> dict:
