@@ -20,8 +20,9 @@ from fsdp_common import bench_config, job_for, median, say, timed
 from workloads.fsdp.checkpoint import Checkpointer
 from workloads.fsdp.tiny import TinyModelShape
 
-SHAPE = TinyModelShape(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
-                       num_key_value_heads=4)
+SHAPE = TinyModelShape(
+    hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4
+)
 
 
 def main() -> None:
@@ -34,7 +35,9 @@ def main() -> None:
     trainer, is_main = job.trainer, job.info.is_main
     checkpointers = {"sync": Checkpointer(out / "sync", is_main), "async": Checkpointer(out / "async", is_main, True)}
     params = sum(p.numel() for p in trainer.model.parameters())
-    say(f"model: {params / 1e6:.1f}M parameters; a checkpoint holds weights + AdamW state (~{params * 12 / 1e6:.0f} MB)")
+    say(
+        f"model: {params / 1e6:.1f}M parameters; a checkpoint holds weights + AdamW state (~{params * 12 / 1e6:.0f} MB)"
+    )
     trainer.before_optimizer_step = checkpointers["async"].wait_for_staging
     trainer.train_step()  # warm-up
     blocks: dict[str, list[float]] = {"none": [], "sync": [], "async": []}
@@ -58,11 +61,15 @@ def main() -> None:
     stall = {mode: median(blocks[mode]) - base for mode in ("sync", "async")}
     say(f"block of {args.steps_per_block} steps without a save: {base:.2f} s (median of {args.rounds})")
     for mode in ("sync", "async"):
-        say(f"{mode}: loop blocked {median(blocked[mode]):.3f} s per save; block time +{stall[mode]:.3f} s "
-            f"({stall[mode] / base:+.1%})")
+        say(
+            f"{mode}: loop blocked {median(blocked[mode]):.3f} s per save; block time +{stall[mode]:.3f} s "
+            f"({stall[mode] / base:+.1%})"
+        )
     say(f"loop stall per save, async / sync: {median(blocked['async']) / median(blocked['sync']):.1%}")
-    say(f"block slow-down, async / sync: {stall['async'] / stall['sync']:.1%} (the background write shares "
-        f"this machine's {os.cpu_count()} cores with training)")
+    say(
+        f"block slow-down, async / sync: {stall['async'] / stall['sync']:.1%} (the background write shares "
+        f"this machine's {os.cpu_count()} cores with training)"
+    )
     for checkpointer in checkpointers.values():
         checkpointer.close()
     shutil.rmtree(out, ignore_errors=True)

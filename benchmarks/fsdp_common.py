@@ -32,8 +32,9 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "fsdp-bench"
 FSDP_DIR = Path(__file__).resolve().parents[1] / "workloads" / "fsdp"
-BENCH_SHAPE = TinyModelShape(hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=4,
-                             num_key_value_heads=2)
+BENCH_SHAPE = TinyModelShape(
+    hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2
+)
 
 
 def _fixture_fingerprint() -> str:
@@ -52,10 +53,22 @@ def bench_assets(shape: TinyModelShape = BENCH_SHAPE, samples: int = 1200) -> tu
 
 def bench_config(out_dir: Path, shape: TinyModelShape = BENCH_SHAPE, **overrides) -> TrainConfig:
     model_dir, dataset_dir = bench_assets(shape)
-    flags = {"model_id": model_dir, "dataset_id": dataset_dir, "output_dir": out_dir, "max_seq_length": 512,
-             "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "compile": "false",
-             "mixed_precision": "fp32", "param_dtype": "fp32", "max_steps": 1000, "warmup_ratio": 0, "progress": "off",
-             "dist_timeout_s": 600, "checkpoint_epochs": 0}
+    flags = {
+        "model_id": model_dir,
+        "dataset_id": dataset_dir,
+        "output_dir": out_dir,
+        "max_seq_length": 512,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "compile": "false",
+        "mixed_precision": "fp32",
+        "param_dtype": "fp32",
+        "max_steps": 1000,
+        "warmup_ratio": 0,
+        "progress": "off",
+        "dist_timeout_s": 600,
+        "checkpoint_epochs": 0,
+    }
     flags.update(overrides)
     return parse_config([f"--{key.replace('_', '-')}={value}" for key, value in flags.items()], environ={})
 

@@ -36,8 +36,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="fsdp-flops-"))
     cases = {
         "full rows, full fine-tune": bench_config(out / "full", attn_implementation="eager"),
-        "full rows, LoRA r=16": bench_config(out / "lora", attn_implementation="eager", peft="true",
-                                             peft_dropout=0.0),
+        "full rows, LoRA r=16": bench_config(out / "lora", attn_implementation="eager", peft="true", peft_dropout=0.0),
         "packed text-to-SQL": bench_config(out / "packed", attn_implementation="eager"),
     }
     for name, config in cases.items():
@@ -45,8 +44,10 @@ def main() -> None:
         if name.startswith("full rows"):
             job.trainer.train_batches = full_rows_planner(job)
         reported, counted = counted_step(job)
-        say(f"{name}: reported {reported:.4e} FLOPs/step, flop_counter {counted:.4e}, "
-            f"reported/counted {reported / counted:.4f}")
+        say(
+            f"{name}: reported {reported:.4e} FLOPs/step, flop_counter {counted:.4e}, "
+            f"reported/counted {reported / counted:.4f}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ def bare_step(job, position) -> float:
     micro_batches, _ = trainer.train_batches.step_batches(position, trainer.accumulation)
     for batch in micro_batches:
         logits = trainer.model(**batch.model_inputs(trainer.device)).logits
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), batch.targets.to(trainer.device).flatten(),
-                               ignore_index=IGNORE_INDEX)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1).float(), batch.targets.to(trainer.device).flatten(), ignore_index=IGNORE_INDEX
+        )
         loss.backward()
     torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), trainer.max_grad_norm, foreach=True)
     trainer.optimizer.step()
@@ -61,12 +62,16 @@ def main() -> None:
             runs[name]()
             wall[name].append(time.perf_counter() - wall_started)
             cpu[name].append(time.process_time() - cpu_started)
-    say(f"threads: {torch.get_num_threads()}, rows per micro-batch: 4 x 512 tokens, micro-batches per step: "
-        f"{args.accumulation}, steps: {args.steps} each")
+    say(
+        f"threads: {torch.get_num_threads()}, rows per micro-batch: 4 x 512 tokens, micro-batches per step: "
+        f"{args.accumulation}, steps: {args.steps} each"
+    )
     for label, times in (("wall-clock", wall), ("CPU time (this process; robust to neighbours' load)", cpu)):
         ratio = median(times["trainer"]) / median(times["bare"]) - 1
-        say(f"{label}: bare FSDP2 loop median {median(times['bare']):.4f} s/step, trainer {median(times['trainer']):.4f}"
-            f" s/step, trainer overhead {ratio:+.2%} (means: {sum(times['trainer']) / sum(times['bare']) - 1:+.2%})")
+        say(
+            f"{label}: bare FSDP2 loop median {median(times['bare']):.4f} s/step, trainer {median(times['trainer']):.4f}"
+            f" s/step, trainer overhead {ratio:+.2%} (means: {sum(times['trainer']) / sum(times['bare']) - 1:+.2%})"
+        )
 
 
 if __name__ == "__main__":

@@ -33,20 +33,23 @@ MODES = ("padding", "packing")
 
 def row_fill(mode: str, lengths: list[int], rows: list[list[int]]) -> float:
     fill = 1 - padding_fraction(rows, lengths, 512)
-    say(f"{mode}: {len(lengths)} samples, mean {statistics.mean(lengths):.1f} tokens (max {max(lengths)}), "
+    say(
+        f"{mode}: {len(lengths)} samples, mean {statistics.mean(lengths):.1f} tokens (max {max(lengths)}), "
         f"{len(rows)} rows of 512 (no packing fits them in fewer than {fewest_rows_bound(lengths, 512)}), "
-        f"padding {1 - fill:.1%}")
+        f"padding {1 - fill:.1%}"
+    )
     return fill
 
 
 def say_fill_ratio(fill: dict[str, float]) -> None:
-    say(f"row fill, packing / padding: {fill['packing'] / fill['padding']:.2f}x (what packing gains if a row costs "
-        f"the same either way)")
+    say(
+        f"row fill, packing / padding: {fill['packing'] / fill['padding']:.2f}x (what packing gains if a row costs "
+        f"the same either way)"
+    )
 
 
 def fill_only(dataset_id: str, tokenizer_id: str) -> None:
-    config = bench_config(Path(tempfile.mkdtemp(prefix="fsdp-fill-")), dataset_id=dataset_id,
-                          tokenizer_id=tokenizer_id)
+    config = bench_config(Path(tempfile.mkdtemp(prefix="fsdp-fill-")), dataset_id=dataset_id, tokenizer_id=tokenizer_id)
     tokenizer, info = load_tokenizer(config), init_distributed(config.dist_timeout_s)
     splits = prepare_splits(config, tokenizer, info)
     fill = {}
@@ -85,9 +88,11 @@ def main() -> None:
                 totals[mode]["seconds"] += record.seconds
                 totals[mode]["steps"] += 1
     for mode, total in totals.items():
-        say(f"{mode}: {total['steps']} steps, {total['seconds'] / total['steps']:.3f} s per step of "
+        say(
+            f"{mode}: {total['steps']} steps, {total['seconds'] / total['steps']:.3f} s per step of "
             f"{jobs[mode].config.per_device_train_batch_size} rows, {total['tokens'] / total['seconds']:,.0f} "
-            f"useful tokens/s")
+            f"useful tokens/s"
+        )
     rates = {mode: total["tokens"] / total["seconds"] for mode, total in totals.items()}
     say(f"packing / padding useful tokens per second: {rates['packing'] / rates['padding']:.2f}x")
 

@@ -32,8 +32,9 @@ REPEATS = 7  # in-process timings are short: take the best of more runs
 
 def cold_cli_seconds() -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "preflight", "--stack", "dev"], cwd=PROJECT_DIR, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "preflight", "--stack", "dev"], cwd=PROJECT_DIR, check=True, capture_output=True
+    )
     return time.perf_counter() - start
 
 
@@ -77,17 +78,27 @@ def main() -> None:
     big_count = len(plan_config(files.project, "big", files.main, big).resources)
 
     cold_median = statistics.median(cold)
-    print(f"cold `python -m preflight --stack dev`: median {cold_median:.2f} s "
-          f"(runs: {', '.join(f'{c:.2f}' for c in cold)}; target <= 8 s)")
-    print(f"program alone after imports, dev ({len(dev_plan.resources)} resources): {dev_seconds:.3f} s (target <= 3 s)")
+    print(
+        f"cold `python -m preflight --stack dev`: median {cold_median:.2f} s "
+        f"(runs: {', '.join(f'{c:.2f}' for c in cold)}; target <= 8 s)"
+    )
+    print(
+        f"program alone after imports, dev ({len(dev_plan.resources)} resources): {dev_seconds:.3f} s (target <= 3 s)"
+    )
     print(f"program alone, 64-slice stack ({big_count} resources): {big_seconds:.3f} s")
     print(f"64-slice / dev: {big_seconds / dev_seconds:.2f} (target <= 2)")
-    print(f"schema check of {len(dev_plan.manifests)} objects (warm): {schema_seconds * 1000:.1f} ms "
-          f"= {100 * schema_seconds / statistics.median(cold):.1f}% of the cold run")
-    print(f"provider-input check of the GCP resources (first call, metadata read): {provider_seconds * 1000:.1f} ms "
-          f"= {100 * provider_seconds / cold_median:.2f}% of the cold run (target <= 5%)")
-    print(f"placement check (warm): {placement_seconds * 1000:.1f} ms "
-          f"= {100 * placement_seconds / cold_median:.2f}% of the cold run (target <= 5%)")
+    print(
+        f"schema check of {len(dev_plan.manifests)} objects (warm): {schema_seconds * 1000:.1f} ms "
+        f"= {100 * schema_seconds / statistics.median(cold):.1f}% of the cold run"
+    )
+    print(
+        f"provider-input check of the GCP resources (first call, metadata read): {provider_seconds * 1000:.1f} ms "
+        f"= {100 * provider_seconds / cold_median:.2f}% of the cold run (target <= 5%)"
+    )
+    print(
+        f"placement check (warm): {placement_seconds * 1000:.1f} ms "
+        f"= {100 * placement_seconds / cold_median:.2f}% of the cold run (target <= 5%)"
+    )
     print(f"policy evaluation of {len(dev_plan.resources)} resources (warm): {policy_seconds:.3f} s (target <= 1 s)")
 
 

@@ -37,7 +37,8 @@ class TrainyardStack(pulumi.ComponentResource):
         self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None
         self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
-            "gcloud container clusters get-credentials ", self.cluster.cluster.name,
+            "gcloud container clusters get-credentials ",
+            self.cluster.cluster.name,
             f" --location {config.zone} --project {config.project}",
         )
         self.register_outputs(self.outputs())

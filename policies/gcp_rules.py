@@ -112,10 +112,14 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
     vms = facts.tpu_slice.vms
     placement_type = lookup(args.props, "placementPolicy.type")
     if not is_unknown(placement_type) and placement_type != "COMPACT":
-        report_violation(f"pool '{facts.name}': placementPolicy.type is {placement_type!r}; multi-host slices need 'COMPACT'.", None)
+        report_violation(
+            f"pool '{facts.name}': placementPolicy.type is {placement_type!r}; multi-host slices need 'COMPACT'.", None
+        )
     node_locations = items(args.props, "nodeLocations")
     if len(node_locations) > 1:
-        report_violation(f"pool '{facts.name}': a slice lives in one zone, nodeLocations has {len(node_locations)}.", None)
+        report_violation(
+            f"pool '{facts.name}': a slice lives in one zone, nodeLocations has {len(node_locations)}.", None
+        )
     size = facts.size
     if size.max_nodes is not None and size.max_nodes != vms:
         report_violation(
@@ -124,7 +128,9 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
             None,
         )
     if size.min_nodes is not None and size.min_nodes not in (0, vms):
-        report_violation(f"pool '{facts.name}': minimum {size.min_nodes} nodes is neither 0 nor the slice's {vms} VMs.", None)
+        report_violation(
+            f"pool '{facts.name}': minimum {size.min_nodes} nodes is neither 0 nor the slice's {vms} VMs.", None
+        )
 
 
 def cluster_workload_identity(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -152,7 +158,9 @@ def cluster_no_legacy_auth(args: ResourceValidationArgs, report_violation: Repor
     if lookup(args.props, "masterAuth.username") or lookup(args.props, "masterAuth.password"):
         report_violation(f"cluster '{args.name}': masterAuth sets basic-auth credentials.", None)
     if is_true(lookup(args.props, "masterAuth.clientCertificateConfig.issueClientCertificate")):
-        report_violation(f"cluster '{args.name}': masterAuth.clientCertificateConfig.issueClientCertificate is true.", None)
+        report_violation(
+            f"cluster '{args.name}': masterAuth.clientCertificateConfig.issueClientCertificate is true.", None
+        )
 
 
 def cluster_shielded_nodes(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -294,7 +302,9 @@ def _require_scale_from_zero(args: ResourceValidationArgs, mode: str, report_vio
     if not facts.size.autoscaled:
         report_violation(f"pool '{facts.name}': {mode} pools need autoscaling from 0; autoscaling is not set.", None)
     elif facts.size.min_nodes not in (0, None):
-        report_violation(f"pool '{facts.name}': {mode} pools scale from 0, the minimum is {facts.size.min_nodes}.", None)
+        report_violation(
+            f"pool '{facts.name}': {mode} pools scale from 0, the minimum is {facts.size.min_nodes}.", None
+        )
     for key in ("nodeCount", "initialNodeCount"):
         count = as_number(lookup(args.props, key))
         if count:

@@ -51,7 +51,9 @@ def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation:
     kind = kind_of(args.resource_type)
     if kind not in BATCH_KINDS:
         return
-    if is_unknown(lookup(args.props, "metadata.annotations")) or is_true(annotations_of(args.props).get(SKIP_AWAIT_ANNOTATION)):
+    if is_unknown(lookup(args.props, "metadata.annotations")) or is_true(
+        annotations_of(args.props).get(SKIP_AWAIT_ANNOTATION)
+    ):
         return
     limit = float(args.get_config().get("maxAwaitSeconds", DEFAULT_MAX_AWAIT_SECONDS))
     reason = _long_running_reason(args, limit)

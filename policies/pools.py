@@ -14,19 +14,45 @@ from components.facts.gke import GPU_RESOURCE, NODE_POOL_TYPE, TPU_RESOURCE
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
 
 # Node labels GKE sets that node_labels() models: a selector on one of these must match exactly.
-MODELED_LABELS = frozenset({
-    gke.NODE_POOL_LABEL, gke.GPU_ACCELERATOR_LABEL, gke.TPU_ACCELERATOR_LABEL, gke.TPU_TOPOLOGY_LABEL,
-    gke.FLEX_START_LABEL, gke.QUEUED_LABEL, gke.SPOT_LABEL, gke.INSTANCE_TYPE_LABEL, gke.METADATA_SERVER_LABEL,
-})
+MODELED_LABELS = frozenset(
+    {
+        gke.NODE_POOL_LABEL,
+        gke.GPU_ACCELERATOR_LABEL,
+        gke.TPU_ACCELERATOR_LABEL,
+        gke.TPU_TOPOLOGY_LABEL,
+        gke.FLEX_START_LABEL,
+        gke.QUEUED_LABEL,
+        gke.SPOT_LABEL,
+        gke.INSTANCE_TYPE_LABEL,
+        gke.METADATA_SERVER_LABEL,
+    }
+)
 # Other labels under these prefixes are set by GKE/Kubernetes (zone, OS, arch...): not modelled, so a
 # selector on them cannot rule a pool out.
-PLATFORM_LABEL_PREFIXES = ("cloud.google.com/", "node.kubernetes.io/", "kubernetes.io/", "topology.kubernetes.io/",
-                           "iam.gke.io/", "beta.kubernetes.io/", "failure-domain.beta.kubernetes.io/")
+PLATFORM_LABEL_PREFIXES = (
+    "cloud.google.com/",
+    "node.kubernetes.io/",
+    "kubernetes.io/",
+    "topology.kubernetes.io/",
+    "iam.gke.io/",
+    "beta.kubernetes.io/",
+    "failure-domain.beta.kubernetes.io/",
+)
 # The inputs pool facts are read from; an unknown one makes the facts uncertain during preview.
 FACT_INPUTS = (
-    "name", "location", "nodeLocations", "nodeCount", "initialNodeCount", "autoscaling", "placementPolicy",
-    "queuedProvisioning", "nodeConfig.machineType", "nodeConfig.labels", "nodeConfig.flexStart",
-    "nodeConfig.spot", "nodeConfig.guestAccelerators",
+    "name",
+    "location",
+    "nodeLocations",
+    "nodeCount",
+    "initialNodeCount",
+    "autoscaling",
+    "placementPolicy",
+    "queuedProvisioning",
+    "nodeConfig.machineType",
+    "nodeConfig.labels",
+    "nodeConfig.flexStart",
+    "nodeConfig.spot",
+    "nodeConfig.guestAccelerators",
 )
 
 
@@ -94,7 +120,9 @@ def _gpus(props: Any) -> tuple[str | None, int]:
     return None, 0
 
 
-def node_labels(facts_name: str, props: Any, tpu_slice: topology.TpuSlice | None, gpu_type: str | None) -> dict[str, str]:
+def node_labels(
+    facts_name: str, props: Any, tpu_slice: topology.TpuSlice | None, gpu_type: str | None
+) -> dict[str, str]:
     """The labels GKE puts on the pool's nodes (the ones workloads select on), plus the pool's own."""
     labels = {gke.NODE_POOL_LABEL: facts_name}
     machine_type = lookup(props, "nodeConfig.machineType")
@@ -125,7 +153,9 @@ def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
     machine_type = lookup(props, "nodeConfig.machineType")
     machine_type = machine_type if isinstance(machine_type, str) else None
     placement_topology = lookup(props, "placementPolicy.tpuTopology")
-    tpu_topology = topology.pool_topology(machine_type, placement_topology if isinstance(placement_topology, str) else None)
+    tpu_topology = topology.pool_topology(
+        machine_type, placement_topology if isinstance(placement_topology, str) else None
+    )
     tpu_slice, tpu_error = _slice_of(machine_type, tpu_topology)
     gpu_type, gpus = _gpus(props)
     return PoolFacts(

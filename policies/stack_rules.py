@@ -65,14 +65,14 @@ def dws_workloads_use_kueue(args: StackValidationArgs, report_violation: ReportV
     pools = _known_pools(args)
     if pools is None or _any_uncertain(args, "LocalQueue"):
         return
-    local_queues = {
-        (namespace_of(r.props), object_name(r.props, r.name)) for r in _objects(args, "LocalQueue")
-    }
+    local_queues = {(namespace_of(r.props), object_name(r.props, r.name)) for r in _objects(args, "LocalQueue")}
     for resource in args.resources:
         kind = kind_of(resource.resource_type)
         if kind not in BATCH_KINDS + RAY_KINDS or uncertain(kind, resource.props):
             continue
-        dws = sorted({p.name for t in pod_templates(kind, resource.props) for p in landing_pools(t.spec, pools) if p.is_dws})
+        dws = sorted(
+            {p.name for t in pod_templates(kind, resource.props) for p in landing_pools(t.spec, pools) if p.is_dws}
+        )
         if not dws:
             continue
         queue = labels_of(resource.props).get(QUEUE_LABEL)
@@ -217,17 +217,20 @@ def jax_trainer_workers_match_slices(args: StackValidationArgs, report_violation
 TRAINER_FLAGS = ("num-workers", "min-workers", "max-workers", "slices", "hosts-per-slice", "chips-per-host")
 
 
-def _worker_count_problems(counts: Mapping[str, int | None], hosts_per_slice: int, total_hosts: int,
-                           chips: float) -> list[str]:
+def _worker_count_problems(
+    counts: Mapping[str, int | None], hosts_per_slice: int, total_hosts: int, chips: float
+) -> list[str]:
     problems = []
     if counts["hosts-per-slice"] is not None and counts["hosts-per-slice"] != hosts_per_slice:
-        problems.append(f"--hosts-per-slice {counts['hosts-per-slice']}, the worker group has numOfHosts "
-                        f"{hosts_per_slice}")
+        problems.append(
+            f"--hosts-per-slice {counts['hosts-per-slice']}, the worker group has numOfHosts {hosts_per_slice}"
+        )
     if counts["chips-per-host"] is not None and counts["chips-per-host"] != chips:
         problems.append(f"--chips-per-host {counts['chips-per-host']}, the workers request {chips:g} google.com/tpu")
     if counts["slices"] is not None and counts["slices"] * hosts_per_slice != total_hosts:
-        problems.append(f"--slices {counts['slices']} x {hosts_per_slice} hosts, the TPU worker groups have "
-                        f"{total_hosts} hosts")
+        problems.append(
+            f"--slices {counts['slices']} x {hosts_per_slice} hosts, the TPU worker groups have {total_hosts} hosts"
+        )
     top = counts["max-workers"] if counts["max-workers"] is not None else counts["num-workers"]
     if top is not None and top != total_hosts:
         problems.append(f"the trainer asks for {top} workers, the TPU worker groups have {total_hosts} hosts")
@@ -284,7 +287,8 @@ def _flavor_problems(flavor: Any, flavors: Mapping[str, Any], pools: list[PoolFa
             break
         node_labels = {k: str(v) for k, v in (plain(lookup(flavors[name].props, "spec.nodeLabels")) or {}).items()}
         matched = [
-            p for p in pools
+            p
+            for p in pools
             if p.accelerator_resource == resource and all(p.labels.get(k) == v for k, v in node_labels.items())
         ]
         capacity = sum((pool.size.max_nodes or 0) * pool.accelerators_per_node for pool in matched)
@@ -292,8 +296,10 @@ def _flavor_problems(flavor: Any, flavors: Mapping[str, Any], pools: list[PoolFa
         if amount == capacity:
             continue  # includes 0 for a resource the flavor's nodes do not have (Kueue lists every one)
         if not matched:
-            problems.append(f"flavor '{name}' ({node_labels}) has {resource} nominalQuota {nominal} but selects "
-                            f"no node pool with {resource}")
+            problems.append(
+                f"flavor '{name}' ({node_labels}) has {resource} nominalQuota {nominal} but selects "
+                f"no node pool with {resource}"
+            )
         else:
             problems.append(
                 f"flavor '{name}' {resource} nominalQuota is {nominal}, its pools "
@@ -314,7 +320,8 @@ def node_networks_allow_internal_ingress(args: StackValidationArgs, report_viola
     firewalls = [r for r in args.resources if r.resource_type == FIREWALL_TYPE]
     used = {
         (lookup(extra, "network"), lookup(extra, "subnetwork"))
-        for pool in args.resources if pool.resource_type == NODE_POOL_TYPE
+        for pool in args.resources
+        if pool.resource_type == NODE_POOL_TYPE
         for extra in items(pool.props, "networkConfig.additionalNodeNetworkConfigs")
     }
     for network_name, subnet_name in sorted(used, key=str):

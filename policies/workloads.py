@@ -185,7 +185,9 @@ def uncertain(kind: str, props: Any) -> bool:
         base = _ray_cluster_spec_path(kind)
         containers_at.append(f"{base}.headGroupSpec.template.spec")
         groups = lookup(props, f"{base}.workerGroupSpecs")
-        if is_unknown(groups) or any(is_unknown(lookup(g, "template.spec")) for g in items(props, f"{base}.workerGroupSpecs")):
+        if is_unknown(groups) or any(
+            is_unknown(lookup(g, "template.spec")) for g in items(props, f"{base}.workerGroupSpecs")
+        ):
             return True
     if kind == "JobSet" and is_unknown(lookup(props, "spec.replicatedJobs")):
         return True

@@ -50,16 +50,24 @@ class Verdict:
     @property
     def failed(self) -> bool:
         unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
-        return (bool(self.schemas.problems) or unchecked_fails or bool(self.placement) or bool(self.provider_inputs)
-                or policy_runner.has_mandatory(self.policies))
+        return (
+            bool(self.schemas.problems)
+            or unchecked_fails
+            or bool(self.placement)
+            or bool(self.provider_inputs)
+            or policy_runner.has_mandatory(self.policies)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
             "schemaUnchecked": self.schemas.unchecked,
-            "providerInputProblems": [{"resource": p.resource, "path": p.path, "reason": p.reason}
-                                      for p in self.provider_inputs],
-            "placementProblems": [{"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement],
+            "providerInputProblems": [
+                {"resource": p.resource, "path": p.path, "reason": p.reason} for p in self.provider_inputs
+            ],
+            "placementProblems": [
+                {"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement
+            ],
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
         }
@@ -69,11 +77,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the plan and its verdict as JSON to FILE")
-    parser.add_argument("--project-dir", type=Path, default=None, help="folder with Pulumi.yaml (default: found from cwd)")
-    parser.add_argument("--pack-config", type=Path, default=None,
-                        help="policy pack config JSON (default: policies/config.<stack>.json when it exists)")
-    parser.add_argument("--strict-schemas", action="store_true",
-                        help="fail (exit 1) when a custom resource cannot be schema-checked for want of its schema")
+    parser.add_argument(
+        "--project-dir", type=Path, default=None, help="folder with Pulumi.yaml (default: found from cwd)"
+    )
+    parser.add_argument(
+        "--pack-config",
+        type=Path,
+        default=None,
+        help="policy pack config JSON (default: policies/config.<stack>.json when it exists)",
+    )
+    parser.add_argument(
+        "--strict-schemas",
+        action="store_true",
+        help="fail (exit 1) when a custom resource cannot be schema-checked for want of its schema",
+    )
     return parser.parse_args(argv)
 
 
@@ -163,8 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()
         with progress(f"planning stack {args.stack} (running the program under mocks)"):
             plan = plan_stack(args.stack, project_dir)
-        pack_config = (policy_runner.load_pack_config(args.pack_config) if args.pack_config
-                       else policy_runner.pack_config_for_stack(args.stack, project_dir))
+        pack_config = (
+            policy_runner.load_pack_config(args.pack_config)
+            if args.pack_config
+            else policy_runner.pack_config_for_stack(args.stack, project_dir)
+        )
         with progress("checking schemas, provider inputs, placement, policies and cost"):
             verdict = check(plan, pack_config, args.strict_schemas)
     except (ConfigError, StackFileError, policy_runner.PackConfigError) as error:

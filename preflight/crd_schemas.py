@@ -173,9 +173,7 @@ def load_crd_schema(file: Path) -> CrdSchema:
     """Read, make strict and compile one schema file; each file is compiled once per process."""
     schema = make_strict(json.loads(file.read_text(encoding="utf-8")))
     title = str(schema.get("title", ""))
-    return CrdSchema(
-        kind=title.split(" ")[0], file=file, validator=CrdValidator(schema, format_checker=KUBE_FORMATS)
-    )
+    return CrdSchema(kind=title.split(" ")[0], file=file, validator=CrdValidator(schema, format_checker=KUBE_FORMATS))
 
 
 def find_crd_schema(group: str, version: str, kind: str) -> CrdSchema:
@@ -209,7 +207,9 @@ def _explain_missing(group: str, version: str, kind: str, search_path: tuple[Pat
         )
     versions = sorted({child.name for folder in group_folders for child in folder.iterdir() if child.is_dir()})
     if version not in versions:
-        return UnknownKind("apiVersion", f"unknown apiVersion '{group}/{version}'; {group} serves: {', '.join(versions)}")
+        return UnknownKind(
+            "apiVersion", f"unknown apiVersion '{group}/{version}'; {group} serves: {', '.join(versions)}"
+        )
     kinds = sorted({_kind_from_title(file) for folder in group_folders for file in (folder / version).glob("*.json")})
     return UnknownKind("kind", f"unknown kind {kind!r} in {group}/{version}; known kinds: {', '.join(kinds)}")
 

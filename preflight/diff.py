@@ -40,24 +40,65 @@ from preflight.plan import integral_as_int
 # - cluster: resource_container_cluster.go ForceNew fields below; on a cluster, nodeConfig is the default
 #   pool's config and any ForceNew sub-field replaces the whole cluster.
 NODE_POOL_REPLACE = (
-    "name", "namePrefix", "cluster", "location", "project", "placementPolicy", "queuedProvisioning",
-    "maxPodsPerNode", "initialNodeCount", "networkConfig.createPodRange", "networkConfig.podRange",
-    "networkConfig.podIpv4CidrBlock", "networkConfig.additionalNodeNetworkConfigs",
-    "networkConfig.additionalPodNetworkConfigs", "networkConfig.podCidrOverprovisionConfig",
+    "name",
+    "namePrefix",
+    "cluster",
+    "location",
+    "project",
+    "placementPolicy",
+    "queuedProvisioning",
+    "maxPodsPerNode",
+    "initialNodeCount",
+    "networkConfig.createPodRange",
+    "networkConfig.podRange",
+    "networkConfig.podIpv4CidrBlock",
+    "networkConfig.additionalNodeNetworkConfigs",
+    "networkConfig.additionalPodNetworkConfigs",
+    "networkConfig.podCidrOverprovisionConfig",
     "networkConfig.subnetwork",
 )
 NODE_CONFIG_IN_PLACE = (
-    "labels", "resourceLabels", "resourceManagerTags", "taints", "tags", "imageType", "workloadMetadataConfig",
-    "kubeletConfig", "linuxNodeConfig", "gcfsConfig", "loggingVariant", "fastSocket", "containerdConfig",
-    "storagePools", "windowsNodeConfig", "machineType", "diskType", "diskSizeGb",
+    "labels",
+    "resourceLabels",
+    "resourceManagerTags",
+    "taints",
+    "tags",
+    "imageType",
+    "workloadMetadataConfig",
+    "kubeletConfig",
+    "linuxNodeConfig",
+    "gcfsConfig",
+    "loggingVariant",
+    "fastSocket",
+    "containerdConfig",
+    "storagePools",
+    "windowsNodeConfig",
+    "machineType",
+    "diskType",
+    "diskSizeGb",
 )
 NODES_MIGRATED = ("nodeConfig.machineType", "nodeConfig.diskType", "nodeConfig.diskSizeGb")
 CLUSTER_REPLACE = (
-    "name", "location", "project", "network", "subnetwork", "description", "initialNodeCount",
-    "ipAllocationPolicy", "clusterIpv4Cidr", "networkingMode", "enableAutopilot", "enableKubernetesAlpha",
-    "enableTpu", "defaultMaxPodsPerNode", "datapathProvider", "enableMultiNetworking",
-    "masterAuth.clientCertificateConfig", "privateClusterConfig.masterIpv4CidrBlock",
-    "privateClusterConfig.privateEndpointSubnetwork", "nodePools",
+    "name",
+    "location",
+    "project",
+    "network",
+    "subnetwork",
+    "description",
+    "initialNodeCount",
+    "ipAllocationPolicy",
+    "clusterIpv4Cidr",
+    "networkingMode",
+    "enableAutopilot",
+    "enableKubernetesAlpha",
+    "enableTpu",
+    "defaultMaxPodsPerNode",
+    "datapathProvider",
+    "enableMultiNetworking",
+    "masterAuth.clientCertificateConfig",
+    "privateClusterConfig.masterIpv4CidrBlock",
+    "privateClusterConfig.privateEndpointSubnetwork",
+    "nodePools",
 )
 
 
@@ -121,10 +162,14 @@ def property_changes(type_: str, old: Mapping[str, Any], new: Mapping[str, Any])
     for path in sorted(set(before) | set(after)):
         old_value, new_value = before.get(path, missing), after.get(path, missing)
         if old_value != new_value:
-            changes.append(PropertyChange(
-                path, None if old_value is missing else old_value, None if new_value is missing else new_value,
-                forces_replacement(type_, path),
-            ))
+            changes.append(
+                PropertyChange(
+                    path,
+                    None if old_value is missing else old_value,
+                    None if new_value is missing else new_value,
+                    forces_replacement(type_, path),
+                )
+            )
     return changes
 
 
@@ -157,7 +202,9 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     # The engine treats a resource whose alias names a base URN as that resource: moved, not replaced.
     base_urn_of = {urn: urn for urn in head_resources.keys() & base_resources.keys()}
     for urn, resource in head_resources.items():
-        earlier = [alias for alias in resource.get("aliases", []) if alias in base_resources and urn not in base_resources]
+        earlier = [
+            alias for alias in resource.get("aliases", []) if alias in base_resources and urn not in base_resources
+        ]
         if earlier:
             base_urn_of[urn] = earlier[0]
             result.moved.append((earlier[0], urn))
@@ -195,13 +242,17 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
     lines = []
     for change in diff.replaced:
         paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
-        lines.append(f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
-                     f"because of {paths}.")
+        lines.append(
+            f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
+            f"because of {paths}."
+        )
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
         if change.type == NODE_POOL_TYPE and migrated and not change.replaced:
-            lines.append(f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
-                         "(rolling migration); the pool itself stays.")
+            lines.append(
+                f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
+                "(rolling migration); the pool itself stays."
+            )
     return ["> [!CAUTION]", *lines, ""] if lines else []
 
 
@@ -215,9 +266,17 @@ def _resource_table(title: str, resources: list[Mapping[str, Any]]) -> list[str]
 def _moved_section(diff: PlanDiff) -> list[str]:
     if not diff.moved:
         return []
-    rows = [f"| `{new.rsplit('::', 1)[-1]}` | `{old.split('::')[2]}` | `{new.split('::')[2]}` |" for old, new in diff.moved]
-    return [f"### Moved by an alias, not replaced ({len(diff.moved)})", "", "| resource | was | now |",
-            "| --- | --- | --- |", *rows, ""]
+    rows = [
+        f"| `{new.rsplit('::', 1)[-1]}` | `{old.split('::')[2]}` | `{new.split('::')[2]}` |" for old, new in diff.moved
+    ]
+    return [
+        f"### Moved by an alias, not replaced ({len(diff.moved)})",
+        "",
+        "| resource | was | now |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+    ]
 
 
 def _changed_section(diff: PlanDiff) -> list[str]:
@@ -226,10 +285,16 @@ def _changed_section(diff: PlanDiff) -> list[str]:
     lines = [f"### Changed ({len(diff.changed)})", ""]
     for change in diff.changed:
         marker = " — **replaced**" if change.replaced else ""
-        lines += [f"**{_short_type(change.type)} `{change.name}`**{marker}", "", "| property | old | new | effect |",
-                  "| --- | --- | --- | --- |"]
-        lines += [f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {'forces replacement' if c.replaces else ''} |"
-                  for c in change.changes]
+        lines += [
+            f"**{_short_type(change.type)} `{change.name}`**{marker}",
+            "",
+            "| property | old | new | effect |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {'forces replacement' if c.replaces else ''} |"
+            for c in change.changes
+        ]
         lines.append("")
     return lines
 
@@ -252,10 +317,15 @@ def _cost_section(diff: PlanDiff) -> list[str]:
         return []
     base_min = diff.base_cost.min_usd_per_hour if diff.base_cost else 0.0
     base_max = diff.base_cost.max_usd_per_hour if diff.base_cost else 0.0
-    lines = ["### Cost ($/hour)", "", "| | base | head | change |", "| --- | ---: | ---: | ---: |",
-             f"| minimum scale | {base_min:,.2f} | {head.min_usd_per_hour:,.2f} | {head.min_usd_per_hour - base_min:+,.2f} |",
-             f"| maximum scale | {base_max:,.2f} | {head.max_usd_per_hour:,.2f} | {head.max_usd_per_hour - base_max:+,.2f} |",
-             ""]
+    lines = [
+        "### Cost ($/hour)",
+        "",
+        "| | base | head | change |",
+        "| --- | ---: | ---: | ---: |",
+        f"| minimum scale | {base_min:,.2f} | {head.min_usd_per_hour:,.2f} | {head.min_usd_per_hour - base_min:+,.2f} |",
+        f"| maximum scale | {base_max:,.2f} | {head.max_usd_per_hour:,.2f} | {head.max_usd_per_hour - base_max:+,.2f} |",
+        "",
+    ]
     unpriced = [f"`{item.name}` ({item.reason})" for item in head.unpriced]
     if unpriced:
         lines += [f"Unpriced (left out of the totals): {', '.join(unpriced)}.", ""]
@@ -274,16 +344,26 @@ def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) ->
         label = f"{r['name']}<br/><small>{_short_type(r['type'])}</small>".replace('"', "'")
         lines.append(f'  {ids[r["urn"]]}["{label}"]' + (f":::{status[r['urn']]}" if r["urn"] in status else ""))
     lines += [f"  {ids[r['parent']]} --> {ids[r['urn']]}" for r in resources if r.get("parent") in ids]
-    lines += ["  classDef added fill:#d4f7d4,stroke:#2a7a2a", "  classDef changed fill:#fff3c4,stroke:#a07a00",
-              "  classDef replaced fill:#ffd6d6,stroke:#b00020,stroke-width:3px", "```"]
+    lines += [
+        "  classDef added fill:#d4f7d4,stroke:#2a7a2a",
+        "  classDef changed fill:#fff3c4,stroke:#a07a00",
+        "  classDef replaced fill:#ffd6d6,stroke:#b00020,stroke-width:3px",
+        "```",
+    ]
     return lines
 
 
 def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
-    summary = (f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
-               f"({len(diff.replaced)} replaced)" + (f", {len(diff.moved)} moved by an alias" if diff.moved else ""))
-    lines = [f"## trainyard preflight diff — stack `{diff.stack}`", "",
-             f"`{base_label}` → `{head_label}`: {summary}", ""]
+    summary = (
+        f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
+        f"({len(diff.replaced)} replaced)" + (f", {len(diff.moved)} moved by an alias" if diff.moved else "")
+    )
+    lines = [
+        f"## trainyard preflight diff — stack `{diff.stack}`",
+        "",
+        f"`{base_label}` → `{head_label}`: {summary}",
+        "",
+    ]
     lines += _replacement_warning(diff)
     lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _moved_section(diff)
     lines += _changed_section(diff)
@@ -308,11 +388,20 @@ def _git(*args: str, cwd: Path) -> str:
 
 def plan_checkout(checkout: Path, stack: str, out: Path) -> dict[str, Any] | None:
     """Plan ``stack`` in a checkout with this interpreter; None (with the reason on stderr) if it cannot."""
-    result = subprocess.run([sys.executable, "-m", "preflight", "--stack", stack, "--json", str(out)],
-                            cwd=checkout, capture_output=True, text=True, check=False, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "preflight", "--stack", stack, "--json", str(out)],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     if not out.exists():
-        print(f"preflight diff: {checkout} could not be planned (exit {result.returncode}):\n"
-              f"{result.stderr.strip()[-2000:]}", file=sys.stderr)
+        print(
+            f"preflight diff: {checkout} could not be planned (exit {result.returncode}):\n"
+            f"{result.stderr.strip()[-2000:]}",
+            file=sys.stderr,
+        )
         return None
     return json.loads(out.read_text())
 
@@ -336,7 +425,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--base", help="git revision to compare with (default: the merge base with main)")
     parser.add_argument("--stack", default="dev", help="stack name (default: dev)")
     parser.add_argument("--output", type=Path, help="also write the Markdown to FILE")
-    parser.add_argument("--pack-config", type=Path, help="policy pack config JSON (default: policies/config.<stack>.json)")
+    parser.add_argument(
+        "--pack-config", type=Path, help="policy pack config JSON (default: policies/config.<stack>.json)"
+    )
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="the checkout to diff (default: cwd)")
     return parser.parse_args(argv)
 
@@ -346,8 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     root = Path(_git("rev-parse", "--show-toplevel", cwd=args.project_dir))
     try:
-        config = (policy_runner.load_pack_config(args.pack_config) if args.pack_config
-                  else policy_runner.pack_config_for_stack(args.stack, root))
+        config = (
+            policy_runner.load_pack_config(args.pack_config)
+            if args.pack_config
+            else policy_runner.pack_config_for_stack(args.stack, root)
+        )
         ref = args.base or default_base(root)
         label = _git("rev-parse", "--short", ref, cwd=root)
         with tempfile.TemporaryDirectory(prefix="trainyard-diff-") as tmp:

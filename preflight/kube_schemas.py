@@ -205,10 +205,16 @@ def _unknown_builtin(catalog: BuiltinCatalog, group: str, version: str, kind: st
     versions = catalog.served_versions(group)
     at = f"at Kubernetes {catalog.kubernetes_minor}"
     if version not in versions:
-        return UnknownKind("apiVersion", f"unknown apiVersion {api_version!r} {at}; {group or 'core'} serves: {', '.join(versions)}")
+        return UnknownKind(
+            "apiVersion", f"unknown apiVersion {api_version!r} {at}; {group or 'core'} serves: {', '.join(versions)}"
+        )
     kinds = catalog.served_kinds(group, version)
     close = difflib.get_close_matches(kind, kinds, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"known kinds: {', '.join(k for k in kinds if not k.endswith('List'))}"
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else f"known kinds: {', '.join(k for k in kinds if not k.endswith('List'))}"
+    )
     return UnknownKind("kind", f"unknown kind {kind!r} in {api_version} {at}; {hint}")
 
 
@@ -243,12 +249,16 @@ def problems_from_error(label: str, error: ValidationError, prefix: tuple[str, .
             known = list(error.schema.get("properties", {}))
             close = difflib.get_close_matches(extra, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            yield SchemaProblem(label, format_path((*path, extra)), f"additional property {extra!r} is not allowed{hint}")
+            yield SchemaProblem(
+                label, format_path((*path, extra)), f"additional property {extra!r} is not allowed{hint}"
+            )
     elif error.validator == "required" and isinstance(instance, Mapping):
         for missing in (name for name in error.validator_value if name not in instance):
             yield SchemaProblem(label, format_path((*path, missing)), f"required property {missing!r} is missing")
     elif error.validator == "type":
-        yield SchemaProblem(label, format_path(path), f"expected {_type_names(error.validator_value)}, got {_describe(instance)}")
+        yield SchemaProblem(
+            label, format_path(path), f"expected {_type_names(error.validator_value)}, got {_describe(instance)}"
+        )
     elif error.validator in ("anyOf", "oneOf") and error.context:
         # int-or-string and quantities: say which types fit, or why the one matching type still failed
         not_type_errors = [e for e in error.context if e.validator != "type"]
@@ -291,7 +301,6 @@ def _describe(instance: Any) -> str:
     return f"{json_type} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-
 # Names, labels and annotations: checked by the API server in Go (apimachinery validation), not by schema.
 @dataclass(frozen=True)
 class NameRule:
@@ -303,15 +312,21 @@ class NameRule:
 
 _LABEL_1123 = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = NameRule(
-    "lowercase RFC 1123 subdomain", re.compile(rf"{_LABEL_1123}(\.{_LABEL_1123})*"), 253,
+    "lowercase RFC 1123 subdomain",
+    re.compile(rf"{_LABEL_1123}(\.{_LABEL_1123})*"),
+    253,
     "lower case alphanumerics, '-' or '.', starting and ending with an alphanumeric",
 )
 DNS1123_LABEL = NameRule(
-    "RFC 1123 label", re.compile(_LABEL_1123), 63,
+    "RFC 1123 label",
+    re.compile(_LABEL_1123),
+    63,
     "lower case alphanumerics or '-', starting and ending with an alphanumeric",
 )
 DNS1035_LABEL = NameRule(
-    "RFC 1035 label", re.compile("[a-z]([-a-z0-9]*[a-z0-9])?"), 63,
+    "RFC 1035 label",
+    re.compile("[a-z]([-a-z0-9]*[a-z0-9])?"),
+    63,
     "lower case alphanumerics or '-', starting with a letter and ending with an alphanumeric",
 )
 NAME_RULE_BY_KIND = {"Namespace": DNS1123_LABEL, "Service": DNS1035_LABEL}  # everything else: subdomain
@@ -373,7 +388,9 @@ def _label_problems(label: str, path: tuple[str | int, ...], labels: Any) -> lis
         if (key_error := qualified_name_error(str(key))) is not None:
             problems.append(SchemaProblem(label, where, f"invalid label key: {key_error}"))
         if isinstance(value, str) and value and (len(value) > 63 or not _QUALIFIED_NAME.fullmatch(value)):
-            problems.append(SchemaProblem(label, where, f"invalid label value {value!r}: must be empty or {_QUALIFIED_NAME_RULE}"))
+            problems.append(
+                SchemaProblem(label, where, f"invalid label value {value!r}: must be empty or {_QUALIFIED_NAME_RULE}")
+            )
     return problems
 
 
@@ -387,5 +404,11 @@ def _annotation_problems(label: str, path: tuple[str | int, ...], annotations: A
     ]
     size = sum(len(str(key)) + len(str(value)) for key, value in annotations.items())
     if size > MAX_ANNOTATIONS_BYTES:
-        problems.append(SchemaProblem(label, format_path((*path, "annotations")), f"annotations total {size} bytes, more than the {MAX_ANNOTATIONS_BYTES} allowed"))
+        problems.append(
+            SchemaProblem(
+                label,
+                format_path((*path, "annotations")),
+                f"annotations total {size} bytes, more than the {MAX_ANNOTATIONS_BYTES} allowed",
+            )
+        )
     return problems

@@ -106,7 +106,9 @@ def pool_taints(facts: PoolFacts, inputs: Mapping[str, Any]) -> tuple[Taint, ...
         taints.append(gke.QUEUED_TAINT)
     for taint in items(inputs, "nodeConfig.taints"):
         effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
-        taints.append((str(lookup(taint, "key")), str(lookup(taint, "value") or ""), effect.get(lookup(taint, "effect"), "")))
+        taints.append(
+            (str(lookup(taint, "key")), str(lookup(taint, "value") or ""), effect.get(lookup(taint, "effect"), ""))
+        )
     return tuple(taints)
 
 
@@ -153,18 +155,29 @@ def kueue_flavors(resources: Iterable[Mapping[str, Any]], queue: tuple[str, str]
     """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to."""
     objects = [resource["inputs"] for resource in resources if kind_of(resource["type"])]
     local = next(
-        (o for o in objects if o.get("kind") == "LocalQueue"
-         and (lookup(o, "metadata.namespace"), lookup(o, "metadata.name")) == queue),
+        (
+            o
+            for o in objects
+            if o.get("kind") == "LocalQueue" and (lookup(o, "metadata.namespace"), lookup(o, "metadata.name")) == queue
+        ),
         None,
     )
     if local is None:
         return []
     cluster_queue = next(
-        (o for o in objects if o.get("kind") == "ClusterQueue" and lookup(o, "metadata.name") == lookup(local, "spec.clusterQueue")),
+        (
+            o
+            for o in objects
+            if o.get("kind") == "ClusterQueue" and lookup(o, "metadata.name") == lookup(local, "spec.clusterQueue")
+        ),
         None,
     )
-    names = [lookup(f, "name") for group in items(cluster_queue, "spec.resourceGroups") for f in items(group, "flavors")]
-    flavors = {lookup(o, "metadata.name"): lookup(o, "spec") or {} for o in objects if o.get("kind") == "ResourceFlavor"}
+    names = [
+        lookup(f, "name") for group in items(cluster_queue, "spec.resourceGroups") for f in items(group, "flavors")
+    ]
+    flavors = {
+        lookup(o, "metadata.name"): lookup(o, "spec") or {} for o in objects if o.get("kind") == "ResourceFlavor"
+    }
     return [flavors[name] for name in names if name in flavors]
 
 
@@ -216,8 +229,11 @@ def tolerates(tolerations: list[Mapping[str, Any]], taint: Taint) -> bool:
 
 def untolerated(spec: Mapping[str, Any], pool: Pool) -> list[Taint]:
     # ExtendedResourceToleration: requesting an accelerator tolerates the taint named after it.
-    automatic = [{"key": name, "operator": "Exists", "effect": "NoSchedule"}
-                 for name in pod_requests(spec) if name in gke.ACCELERATOR_RESOURCES]
+    automatic = [
+        {"key": name, "operator": "Exists", "effect": "NoSchedule"}
+        for name in pod_requests(spec)
+        if name in gke.ACCELERATOR_RESOURCES
+    ]
     tolerations = [*(spec.get("tolerations") or []), *automatic]
     return [t for t in pool.taints if t[2] in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)]
 
@@ -242,10 +258,13 @@ def free_on(pool: Pool, overhead: Mapping[str, float]) -> dict[str, float]:
     return {name: amount - overhead.get(name, 0.0) for name, amount in pool.allocatable.items()}
 
 
-def explain_resources(spec: Mapping[str, Any], requests: Mapping[str, float], pools: list[Pool],
-                      free: Mapping[str, dict[str, float]]) -> str:
+def explain_resources(
+    spec: Mapping[str, Any], requests: Mapping[str, float], pools: list[Pool], free: Mapping[str, dict[str, float]]
+) -> str:
     """One line: the request that fits nowhere, its container, and the closest pool's allocatable."""
-    short = [(name, pool) for pool in pools for name, amount in requests.items() if amount > free[pool.name].get(name, 0.0)]
+    short = [
+        (name, pool) for pool in pools for name, amount in requests.items() if amount > free[pool.name].get(name, 0.0)
+    ]
     name, _ = max(short, key=lambda item: free[item[1].name].get(item[0], 0.0) / requests[item[0]])
     closest = max(pools, key=lambda pool: free[pool.name].get(name, 0.0))
     containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
@@ -258,7 +277,9 @@ def explain_resources(spec: Mapping[str, Any], requests: Mapping[str, float], po
     )
 
 
-def place(group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]) -> str | None:
+def place(
+    group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]
+) -> str | None:
     """None when the pods fit; otherwise why not, naming the closest miss."""
     labelled = [pool for pool in pools if selects_pool(spec, pool.facts)]
     if not labelled:
@@ -309,7 +330,9 @@ def _minus(overhead: Mapping[str, float], own: Mapping[str, float]) -> dict[str,
     return {name: amount - own.get(name, 0.0) for name, amount in overhead.items()}
 
 
-def _daemon_reason(group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]) -> str | None:
+def _daemon_reason(
+    group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]
+) -> str | None:
     """A DaemonSet runs on every node it selects and tolerates: its pod must fit each such pool."""
     landing = [pool for pool in pools if selects_pool(spec, pool.facts) and not untolerated(spec, pool)]
     requests = pod_requests(spec)

@@ -29,8 +29,12 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 from policies import rules
 
 LEVELS = {proto.MANDATORY: "mandatory", proto.ADVISORY: "advisory", proto.REMEDIATE: "mandatory"}
-_LEVEL_VALUES = {"advisory": proto.ADVISORY, "mandatory": proto.MANDATORY, "remediate": proto.REMEDIATE,
-                 "disabled": proto.DISABLED}
+_LEVEL_VALUES = {
+    "advisory": proto.ADVISORY,
+    "mandatory": proto.MANDATORY,
+    "remediate": proto.REMEDIATE,
+    "disabled": proto.DISABLED,
+}
 
 
 class PackConfigError(ValueError):
@@ -133,7 +137,9 @@ def _struct(inputs: Mapping[str, Any] | None) -> struct_pb2.Struct:
     return struct
 
 
-def _provider(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -> proto.AnalyzerProviderResource | None:
+def _provider(
+    resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]
+) -> proto.AnalyzerProviderResource | None:
     # A provider reference is "<provider urn>::<provider id>".
     reference = resource.get("provider") or ""
     provider = by_urn.get(reference.rsplit("::", 1)[0]) if "::" in reference else None
@@ -153,8 +159,12 @@ def analyze_requests(plan_json: Mapping[str, Any]) -> list[proto.AnalyzeRequest]
     by_urn = {resource["urn"]: resource for resource in resources}
     return [
         proto.AnalyzeRequest(
-            type=r["type"], properties=_struct(r.get("inputs")), urn=r["urn"], name=r["name"],
-            options=_options(r), provider=_provider(r, by_urn),
+            type=r["type"],
+            properties=_struct(r.get("inputs")),
+            urn=r["urn"],
+            name=r["name"],
+            options=_options(r),
+            provider=_provider(r, by_urn),
         )
         for r in resources
         if r.get("custom", True)
@@ -167,8 +177,13 @@ def analyze_stack_request(plan_json: Mapping[str, Any]) -> proto.AnalyzeStackReq
     return proto.AnalyzeStackRequest(
         resources=[
             proto.AnalyzerResource(
-                type=r["type"], properties=_struct(r.get("inputs")), urn=r["urn"], name=r["name"],
-                options=_options(r), provider=_provider(r, by_urn), parent=r.get("parent") or "",
+                type=r["type"],
+                properties=_struct(r.get("inputs")),
+                urn=r["urn"],
+                name=r["name"],
+                options=_options(r),
+                provider=_provider(r, by_urn),
+                parent=r.get("parent") or "",
                 dependencies=list(r.get("dependencies") or []),
             )
             for r in resources
@@ -183,7 +198,9 @@ def _verdict(diagnostic: Any, urn: str) -> Verdict:
     message = diagnostic.message
     if diagnostic.description and message.startswith(diagnostic.description + "\n"):
         message = message[len(diagnostic.description) + 1 :]
-    return Verdict(diagnostic.policyName, LEVELS.get(diagnostic.enforcementLevel, "advisory"), diagnostic.urn or urn, message)
+    return Verdict(
+        diagnostic.policyName, LEVELS.get(diagnostic.enforcementLevel, "advisory"), diagnostic.urn or urn, message
+    )
 
 
 def evaluate(plan_json: Mapping[str, Any], pack_config: Mapping[str, Any] | None = None) -> list[Verdict]:

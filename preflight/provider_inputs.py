@@ -186,5 +186,8 @@ def check_provider_inputs(resources: Iterable[Mapping[str, Any]]) -> list[Provid
         if args_class is None:
             problems.append(ProviderInputProblem(label, "", f"pulumi-gcp has no resource {resource['type']}"))
             continue
-        problems += [ProviderInputProblem(label, path, reason) for path, reason in check_object(resource["inputs"], args_class, "")]
+        problems += [
+            ProviderInputProblem(label, path, reason)
+            for path, reason in check_object(resource["inputs"], args_class, "")
+        ]
     return problems

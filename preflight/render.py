@@ -41,8 +41,9 @@ def _cluster(inputs: Mapping[str, Any]) -> list[str]:
 
 
 SUMMARIES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    gke.NETWORK_TYPE: lambda i: [f"MTU {_number(i.get('mtu'))}"]
-    + (["RDMA profile"] if i.get("networkProfile") else []),
+    gke.NETWORK_TYPE: lambda i: (
+        [f"MTU {_number(i.get('mtu'))}"] + (["RDMA profile"] if i.get("networkProfile") else [])
+    ),
     gke.SUBNETWORK_TYPE: lambda i: [i.get("ipCidrRange", "?")],
     gke.CLUSTER_TYPE: _cluster,
     gke.NODE_POOL_TYPE: _node_pool,

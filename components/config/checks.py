@@ -42,9 +42,7 @@ def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
-        field = next(
-            (f for name, f in model.model_fields.items() if part in (name, f.alias)), None
-        )
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
         if field is None:
             return None
         model = _unwrap(field.annotation)
@@ -60,8 +58,7 @@ def _unwrap(annotation: Any) -> Any:
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return [
-        field.alias or name for name, field in model.model_fields.items()
-        if field.json_schema_extra != NOT_A_CONFIG_KEY
+        field.alias or name for name, field in model.model_fields.items() if field.json_schema_extra != NOT_A_CONFIG_KEY
     ]
 
 
@@ -77,8 +74,7 @@ def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:
     if kind == "literal_error":
         allowed = ", ".join(re.findall(r"'([^']*)'", error["ctx"]["expected"]))
         hint = next(
-            (text for (key, bad, where), text in HINTS.items()
-             if loc[-1] == key and value == bad and where in path),
+            (text for (key, bad, where), text in HINTS.items() if loc[-1] == key and value == bad and where in path),
             None,
         )
         message = f"is not allowed (allowed: {allowed})"
@@ -131,7 +127,8 @@ def _zone_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 def _version_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cluster.kubernetes_minor < MIN_KUBERNETES:
         yield ConfigProblem(
-            "trainyard:cluster.version", config.cluster.version,
+            "trainyard:cluster.version",
+            config.cluster.version,
             "is too old: DRANET and resource.k8s.io/v1 need it (allowed: 1.34 or newer)",
         )
 
@@ -141,7 +138,8 @@ def _capacity_problems(path: str, capacity: str, reservation: str | None) -> Ite
         yield ConfigProblem(f"{path}.reservation", UNSET, 'is required when capacity is "reservation"')
     if capacity != "reservation" and reservation:
         yield ConfigProblem(
-            f"{path}.reservation", reservation,
+            f"{path}.reservation",
+            reservation,
             f'is only allowed with capacity "reservation" (capacity is "{capacity}")',
         )
 
@@ -177,7 +175,8 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(f"{path}.machineType", pool.machine_type, reason(error, pool.machine_type))
         if pool.capacity in ("dwsQueued", "flexStart") and pool.min_nodes != 0:
             yield ConfigProblem(
-                f"{path}.minNodes", pool.min_nodes,
+                f"{path}.minNodes",
+                pool.min_nodes,
                 f'is not allowed with capacity "{pool.capacity}": flex-start pools scale from 0 (allowed: 0)',
             )
         if pool.min_nodes > pool.max_nodes:
@@ -188,7 +187,8 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     for needed in rdma_needed:
         if len(config.network.rdma_ranges) != needed:
             yield ConfigProblem(
-                "trainyard:network.rdmaRanges", [str(r) for r in config.network.rdma_ranges],
+                "trainyard:network.rdmaRanges",
+                [str(r) for r in config.network.rdma_ranges],
                 f"has {len(config.network.rdma_ranges)} ranges (allowed: exactly {needed}, one per RDMA NIC)",
             )
 
@@ -205,7 +205,9 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         clashes = [pool for pool in pool_names if pool in seen]
         if clashes:
             yield ConfigProblem(
-                path, name, f"gives node pool {clashes[0]!r}, already used by {seen[clashes[0]]} (allowed: unique names)"
+                path,
+                name,
+                f"gives node pool {clashes[0]!r}, already used by {seen[clashes[0]]} (allowed: unique names)",
             )
         seen.update({pool: path for pool in pool_names})
 
@@ -222,7 +224,9 @@ def _gcp_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         longest = max(pool_names, key=len)
         if (why := gcp_names.rfc1035_problem(longest, gcp_names.NODE_POOL_NAME_MAX)) is not None:
             yield ConfigProblem(
-                path, name, f"gives node pool {longest!r}, which {why} (allowed: node pool names of at most "
+                path,
+                name,
+                f"gives node pool {longest!r}, which {why} (allowed: node pool names of at most "
                 f"{gcp_names.NODE_POOL_NAME_MAX} characters)",
             )
 
@@ -233,7 +237,9 @@ def _node_count_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     for path, pool in pools:
         if pool.min_nodes > pool.max_nodes:
             yield ConfigProblem(
-                f"{path}.minNodes", pool.min_nodes, f"is above {path}.maxNodes {pool.max_nodes} (allowed: 0 to {pool.max_nodes})"
+                f"{path}.minNodes",
+                pool.min_nodes,
+                f"is above {path}.maxNodes {pool.max_nodes} (allowed: 0 to {pool.max_nodes})",
             )
 
 
@@ -246,11 +252,14 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     for path, namespace in (("trainyard:storage.namespace", workloads), ("trainyard:kueue.namespace", kueue)):
         if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
             yield ConfigProblem(
-                path, namespace, "belongs to Kubernetes (allowed: a namespace of the stack's own, not default or kube-*)"
+                path,
+                namespace,
+                "belongs to Kubernetes (allowed: a namespace of the stack's own, not default or kube-*)",
             )
     if workloads == kueue:
         yield ConfigProblem(
-            "trainyard:storage.namespace", workloads,
+            "trainyard:storage.namespace",
+            workloads,
             "is Kueue's namespace, trainyard:kueue.namespace (allowed: a namespace of the workloads' own)",
         )
 
@@ -292,6 +301,7 @@ def _pod_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if needed > capacity:
         prefix = max(0, 32 - (needed * PODS_PER_NODE_RANGE - 1).bit_length())
         yield ConfigProblem(
-            "trainyard:network.podRange", str(pod_range),
+            "trainyard:network.podRange",
+            str(pod_range),
             f"holds {capacity} nodes but the pools can reach {needed} (allowed: /{prefix} or larger)",
         )

@@ -21,7 +21,9 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         path = f"trainyard:jobs.maxtext[{index}]"
         group = groups.get(job.slices)
         if group is None:
-            yield ConfigProblem(f"{path}.slices", job.slices, f"is not a trainyard:tpuSlices name (allowed: {_names(groups)})")
+            yield ConfigProblem(
+                f"{path}.slices", job.slices, f"is not a trainyard:tpuSlices name (allowed: {_names(groups)})"
+            )
             continue
         range_problems = list(_slice_range_problems(path, job, group.count))
         yield from range_problems
@@ -43,11 +45,19 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         path = f"trainyard:jobs.fsdp[{index}]"
         pool = pools.get(job.pool)
         if pool is None:
-            yield ConfigProblem(f"{path}.pool", job.pool, f"is not a trainyard:gpuPools name (allowed: {_names(pools)})")
+            yield ConfigProblem(
+                f"{path}.pool", job.pool, f"is not a trainyard:gpuPools name (allowed: {_names(pools)})"
+            )
         elif job.nodes > pool.max_nodes:
-            yield ConfigProblem(f"{path}.nodes", job.nodes, f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})")
+            yield ConfigProblem(
+                f"{path}.nodes", job.nodes, f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})"
+            )
         if job.hf_token_key and job.hf_token_key.startswith("trainyard:"):
-            yield ConfigProblem(f"{path}.hfTokenKey", job.hf_token_key, "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)")
+            yield ConfigProblem(
+                f"{path}.hfTokenKey",
+                job.hf_token_key,
+                "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
+            )
     yield from _job_name_problems(config)
     yield from _smoke_problems(config)
     yield from _flavor_problems(config)
@@ -60,7 +70,11 @@ def _names(named: dict[str, Any]) -> str:
 def _slice_range_problems(path: str, job: MaxTextJobConfig, count: int) -> Iterator[ConfigProblem]:
     highest = maxtext.job_slice_range(count, None, job.max_slices)[1]
     if job.max_slices is not None and job.max_slices > count:
-        yield ConfigProblem(f"{path}.maxSlices", job.max_slices, f"is more than the {count} slices of {job.slices} (allowed: 1 to {count})")
+        yield ConfigProblem(
+            f"{path}.maxSlices",
+            job.max_slices,
+            f"is more than the {count} slices of {job.slices} (allowed: 1 to {count})",
+        )
     if job.min_slices is not None and job.min_slices > highest:
         yield ConfigProblem(f"{path}.minSlices", job.min_slices, f"is above maxSlices (allowed: 1 to {highest})")
 
@@ -71,9 +85,11 @@ def _mesh_in_extra_args_problems(path: str, extra_args: dict[str, str]) -> list[
     for key, value in extra_args.items():
         if match := maxtext.PARALLELISM_ARGUMENT.match(key):
             kind, axis = match.groups()
-            problems.append(ConfigProblem(
-                f"{path}.extraArgs.{key}", value, f"is a mesh size (allowed: set it as {path}.{kind}.{axis})"
-            ))
+            problems.append(
+                ConfigProblem(
+                    f"{path}.extraArgs.{key}", value, f"is a mesh size (allowed: set it as {path}.{kind}.{axis})"
+                )
+            )
     return problems
 
 
@@ -81,9 +97,15 @@ def _axis_problems(path: str, sizes: dict[str, int]) -> Iterator[ConfigProblem]:
     """Each configured axis by its own key; how the sizes multiply is the trainer's rule (facts.maxtext)."""
     for axis, size in sizes.items():
         if axis not in maxtext.MAXTEXT_AXES:
-            yield ConfigProblem(f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(maxtext.MAXTEXT_AXES)})")
+            yield ConfigProblem(
+                f"{path}.{axis}", size, f"is not a MaxText mesh axis (allowed: {', '.join(maxtext.MAXTEXT_AXES)})"
+            )
         elif size < 1:
-            yield ConfigProblem(f"{path}.{axis}", size, "is not a mesh size (allowed: 1 or more; the fill axis takes the rest when unset)")
+            yield ConfigProblem(
+                f"{path}.{axis}",
+                size,
+                "is not a mesh size (allowed: 1 or more; the fill axis takes the rest when unset)",
+            )
 
 
 def _job_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -102,7 +124,11 @@ def _smoke_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     smoke = config.jobs.smoke
     for pool in config.gpu_pools if smoke.enabled else ():
         if smoke.nccl_nodes > pool.max_nodes:
-            yield ConfigProblem("trainyard:jobs.smoke.ncclNodes", smoke.nccl_nodes, f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})")
+            yield ConfigProblem(
+                "trainyard:jobs.smoke.ncclNodes",
+                smoke.nccl_nodes,
+                f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})",
+            )
 
 
 def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -111,13 +137,18 @@ def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     try:
         topology.machine_shape(system_machine)
     except topology.TopologyError as error:
-        yield ConfigProblem("trainyard:cluster.systemPool.machineType", system_machine, f"{reason(error, system_machine)}: Kueue's cpu and memory quota needs it")
+        yield ConfigProblem(
+            "trainyard:cluster.systemPool.machineType",
+            system_machine,
+            f"{reason(error, system_machine)}: Kueue's cpu and memory quota needs it",
+        )
     seen: dict[tuple[str, str, str], int] = {}
     for index, group in enumerate(config.tpu_slices):
         key = (group.generation, group.topology, group.capacity)
         if key in seen:
             yield ConfigProblem(
-                f"trainyard:tpuSlices[{index}].topology", group.topology,
+                f"trainyard:tpuSlices[{index}].topology",
+                group.topology,
                 f"has the generation and capacity of trainyard:tpuSlices[{seen[key]}] too, so no Kueue flavor can tell "
                 "their nodes apart (allowed: one group per shape and capacity; raise its count)",
             )

@@ -42,11 +42,7 @@ def _decode(value: Any) -> Any:
 
 def _relevant_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
     wanted = {"gcp:project", "gcp:region"}
-    return {
-        key: _decode(value)
-        for key, value in raw.items()
-        if key in wanted or key.startswith(f"{NAMESPACE}:")
-    }
+    return {key: _decode(value) for key, value in raw.items() if key in wanted or key.startswith(f"{NAMESPACE}:")}
 
 
 def load_stack_config(raw: Mapping[str, Any], stack: str) -> StackConfig:

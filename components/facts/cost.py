@@ -22,8 +22,11 @@ PRICES_PATH = Path(__file__).with_name("prices.yaml")
 CAPACITY_MODES = ("on-demand", "spot", "flex-start")  # the price book's columns
 # Which price column each capacity mode pays: DWS is flex-start pricing; a reservation is billed as on-demand.
 PRICE_COLUMN = {
-    gke.ON_DEMAND: "on-demand", gke.RESERVATION: "on-demand", gke.SPOT: "spot",
-    gke.FLEX_START: "flex-start", gke.DWS_QUEUED: "flex-start",
+    gke.ON_DEMAND: "on-demand",
+    gke.RESERVATION: "on-demand",
+    gke.SPOT: "spot",
+    gke.FLEX_START: "flex-start",
+    gke.DWS_QUEUED: "flex-start",
 }
 HOURS_PER_MONTH = 730
 # A regional pool without nodeLocations gets the cluster's zones; GKE's default for a regional cluster is 3.
@@ -230,25 +233,32 @@ class StackCost:
 
     def to_json(self) -> dict[str, Any]:
         """camelCase, like the rest of preflight's plan JSON."""
-        return _camel_keys({
-            "currency": "USD",
-            "pools": [
-                asdict(pool)
-                | {"min_usd_per_hour": round(pool.min_usd_per_hour, 4), "max_usd_per_hour": round(pool.max_usd_per_hour, 4)}
-                for pool in self.pools
-            ],
-            "clusters": self.clusters,
-            "cluster_fee_usd_per_hour": self.cluster_fee_usd_per_hour,
-            "min_usd_per_hour": round(self.min_usd_per_hour, 4),
-            "max_usd_per_hour": round(self.max_usd_per_hour, 4),
-            "min_usd_per_month": round(self.min_usd_per_hour * HOURS_PER_MONTH, 2),
-            "unpriced": [asdict(item) for item in self.unpriced],
-        })
+        return _camel_keys(
+            {
+                "currency": "USD",
+                "pools": [
+                    asdict(pool)
+                    | {
+                        "min_usd_per_hour": round(pool.min_usd_per_hour, 4),
+                        "max_usd_per_hour": round(pool.max_usd_per_hour, 4),
+                    }
+                    for pool in self.pools
+                ],
+                "clusters": self.clusters,
+                "cluster_fee_usd_per_hour": self.cluster_fee_usd_per_hour,
+                "min_usd_per_hour": round(self.min_usd_per_hour, 4),
+                "max_usd_per_hour": round(self.max_usd_per_hour, 4),
+                "min_usd_per_month": round(self.min_usd_per_hour * HOURS_PER_MONTH, 2),
+                "unpriced": [asdict(item) for item in self.unpriced],
+            }
+        )
 
 
 def _camel_keys(value: Any) -> Any:
     if isinstance(value, dict):
-        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key): _camel_keys(item) for key, item in value.items()}
+        return {
+            re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key): _camel_keys(item) for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_camel_keys(item) for item in value]
     return value
@@ -277,7 +287,9 @@ def price_pool(resource: Mapping[str, Any], prices: PriceBook) -> PoolCost | Unp
     except PriceError as error:
         return Unpriced(name, urn, str(error))
     note = f"zones assumed {size.zones} (no nodeLocations)" if size.zones_assumed else ""
-    return PoolCost(name, urn, machine_type, region, mode, size.min_nodes, size.max_nodes, per_node, price.estimate, note)
+    return PoolCost(
+        name, urn, machine_type, region, mode, size.min_nodes, size.max_nodes, per_node, price.estimate, note
+    )
 
 
 def estimate(resources: Iterable[Mapping[str, Any]], prices: PriceBook | None = None) -> StackCost:
@@ -297,7 +309,9 @@ def estimate(resources: Iterable[Mapping[str, Any]], prices: PriceBook | None = 
 
 def render_table(cost: StackCost) -> str:
     """A plain-text table: one line per pool, then the fixed fees and the totals."""
-    header = f"{'pool':<24} {'machine':<18} {'region':<14} {'capacity':<11} {'nodes':>7} {'$/h min':>10} {'$/h max':>10}"
+    header = (
+        f"{'pool':<24} {'machine':<18} {'region':<14} {'capacity':<11} {'nodes':>7} {'$/h min':>10} {'$/h max':>10}"
+    )
     lines = [header, "-" * len(header)]
     for pool in cost.pools:
         marker = "~" if pool.estimate else ""
@@ -308,7 +322,9 @@ def render_table(cost: StackCost) -> str:
         )
     if cost.clusters:
         fee = cost.fixed_usd_per_hour
-        lines.append(f"{'GKE cluster fee':<24} {'':<18} {'':<14} {'':<11} {cost.clusters:>7} {fee:>10,.2f} {fee:>10,.2f}")
+        lines.append(
+            f"{'GKE cluster fee':<24} {'':<18} {'':<14} {'':<11} {cost.clusters:>7} {fee:>10,.2f} {fee:>10,.2f}"
+        )
     lines.append("-" * len(header))
     lines.append(f"{'total':<78} {cost.min_usd_per_hour:>10,.2f} {cost.max_usd_per_hour:>10,.2f}")
     for item in cost.unpriced:

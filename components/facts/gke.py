@@ -51,12 +51,14 @@ DRANET_DEVICE_CLASS = "netdev.google.com"
 
 # The GCS FUSE CSI driver's sidecar: injected on this annotation; "0" lifts each resource limit (the
 # sidecar stages checkpoints and file-cache data through its own disk and memory).
-GCS_FUSE_ANNOTATIONS = MappingProxyType({
-    "gke-gcsfuse/volumes": "true",
-    "gke-gcsfuse/cpu-limit": "0",
-    "gke-gcsfuse/memory-limit": "0",
-    "gke-gcsfuse/ephemeral-storage-limit": "0",
-})
+GCS_FUSE_ANNOTATIONS = MappingProxyType(
+    {
+        "gke-gcsfuse/volumes": "true",
+        "gke-gcsfuse/cpu-limit": "0",
+        "gke-gcsfuse/memory-limit": "0",
+        "gke-gcsfuse/ephemeral-storage-limit": "0",
+    }
+)
 
 # Kueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

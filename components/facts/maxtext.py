@@ -70,7 +70,10 @@ def parallelism_arguments(
 
 
 def mesh_errors(
-    ici: Mapping[str, int], dcn: Mapping[str, int], extra_args: Mapping[str, str], chips_per_slice: int,
+    ici: Mapping[str, int],
+    dcn: Mapping[str, int],
+    extra_args: Mapping[str, str],
+    chips_per_slice: int,
     slice_range: tuple[int, int],
 ) -> dict[str, str]:
     """Why the trainer's own check (MaxText's rules) refuses each kind of the mesh ("ici", "dcn") on some

@@ -123,8 +123,11 @@ def pool_topology(machine_type: str | None, placement_topology: str | None) -> s
     if generation is None:
         return None
     return next(
-        (topology for topology, machine_types in generation.machine_types_by_topology.items()
-         if machine_type in machine_types and tpu_slice(generation.name, topology, machine_type).vms == 1),
+        (
+            topology
+            for topology, machine_types in generation.machine_types_by_topology.items()
+            if machine_type in machine_types and tpu_slice(generation.name, topology, machine_type).vms == 1
+        ),
         None,
     )
 
@@ -134,9 +137,7 @@ def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -
     gen = tpu_generation(generation)
     allowed = gen.machine_types_by_topology.get(topology)
     if allowed is None:
-        raise TopologyError(
-            f"{topology!r} is not a {gen.name} topology (allowed: {', '.join(gen.topologies)})"
-        )
+        raise TopologyError(f"{topology!r} is not a {gen.name} topology (allowed: {', '.join(gen.topologies)})")
     if machine_type is None:
         machine_type = allowed[0]
     elif machine_type not in allowed:

@@ -27,7 +27,9 @@ class ZoneTable:
 TABLES: dict[str, ZoneTable] = {
     "v6e": ZoneTable(
         accelerator="TPU v6e",
-        zones=frozenset({"us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a", "asia-northeast1-b"}),
+        zones=frozenset(
+            {"us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a", "asia-northeast1-b"}
+        ),
         read_on="2026-11-24",
         source="https://cloud.google.com/tpu/docs/regions-zones (asia-northeast1-b: https://cloud.google.com/kubernetes-engine/docs/concepts/dws)",
     ),

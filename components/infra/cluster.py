@@ -22,7 +22,10 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
-                {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
+                {
+                    "name": name,
+                    "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
+                }
             ],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
             "current-context": name,
@@ -49,9 +52,7 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
-    def __init__(
-        self, name: str, config: StackConfig, networks: Networks, opts: pulumi.ResourceOptions | None = None
-    ):
+    def __init__(self, name: str, config: StackConfig, networks: Networks, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
         self.cluster = self._cluster(config, networks)
         self.system_pool = self._system_pool(config)

@@ -122,9 +122,7 @@ class Networks(pulumi.ComponentResource):
 
     def _rdma_networks(self) -> list[NodeNetwork]:
         """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC."""
-        profile = (
-            f"projects/{self._config.project}/global/networkProfiles/{self._config.zone}-vpc-roce"
-        )
+        profile = f"projects/{self._config.project}/global/networkProfiles/{self._config.zone}-vpc-roce"
         network = self._vpc(f"{self._prefix}-rdma-net", network_profile=profile)
         return [
             NodeNetwork(network, self._subnet(f"{self._prefix}-rdma-sub-{index}", network, cidr))

@@ -85,7 +85,9 @@ class RayPods:
         self._dranet = dranet
         self._code: WorkloadCode | None = None
 
-    def cluster_spec(self, groups: list[tuple[TpuSliceConfig, int, int, bool]], code: WorkloadCode | None = None) -> dict:
+    def cluster_spec(
+        self, groups: list[tuple[TpuSliceConfig, int, int, bool]], code: WorkloadCode | None = None
+    ) -> dict:
         """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on every pod."""
         self._code = code
         return {
@@ -95,20 +97,28 @@ class RayPods:
 
     def _volumes(self) -> list[dict]:
         code = [self._code.volume()] if self._code else []
-        return [*code,
+        return [
+            *code,
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
             {
                 "name": "gcs-fuse-csi-ephemeral",
                 "csi": {
                     "driver": "gcsfuse.csi.storage.gke.io",
-                    "volumeAttributes": {"bucketName": self._config.bucket_name, "mountOptions": GCS_FUSE_MOUNT_OPTIONS},
+                    "volumeAttributes": {
+                        "bucketName": self._config.bucket_name,
+                        "mountOptions": GCS_FUSE_MOUNT_OPTIONS,
+                    },
                 },
             },
         ]
 
     def _mounts(self) -> list[dict]:
         code = [self._code.mount()] if self._code else []
-        return [*code, {"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}]
+        return [
+            *code,
+            {"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ]
 
     def _pod(self, spec: dict) -> dict:
         base = {"serviceAccountName": self._config.storage.service_account, "volumes": self._volumes()}
@@ -120,7 +130,10 @@ class RayPods:
             "name": "ray-head",
             "image": ray.image,
             "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
-            "resources": {"limits": {"memory": ray.head_memory}, "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory}},
+            "resources": {
+                "limits": {"memory": ray.head_memory},
+                "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},
+            },
             "volumeMounts": self._mounts(),
         }
         return self._pod({"containers": [container], "nodeSelector": dict(METADATA_SERVER_SELECTOR)})

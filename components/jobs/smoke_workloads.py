@@ -92,7 +92,9 @@ class SmokeWorkloads(pulumi.ComponentResource):
             self.jobs += [self._nccl_job(pool, script) for pool in config.gpu_pools]
         self.register_outputs({"jobs": [job.metadata.name for job in self.jobs]})
 
-    def _indexed_job(self, job_name: str, pods: int, pod: k8s.core.v1.PodTemplateSpecArgs, extra: list) -> k8s.batch.v1.Job:
+    def _indexed_job(
+        self, job_name: str, pods: int, pod: k8s.core.v1.PodTemplateSpecArgs, extra: list
+    ) -> k8s.batch.v1.Job:
         service = k8s.core.v1.Service(
             f"service-{job_name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=job_name, namespace=self._namespace),
@@ -101,9 +103,16 @@ class SmokeWorkloads(pulumi.ComponentResource):
         )
         return k8s.batch.v1.Job(
             f"job-{job_name}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=job_name, namespace=self._namespace, labels=self._labels, annotations=dict(SKIP_AWAIT)),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=job_name, namespace=self._namespace, labels=self._labels, annotations=dict(SKIP_AWAIT)
+            ),
             spec=k8s.batch.v1.JobSpecArgs(
-                suspend=True, completion_mode="Indexed", completions=pods, parallelism=pods, backoff_limit=0, template=pod
+                suspend=True,
+                completion_mode="Indexed",
+                completions=pods,
+                parallelism=pods,
+                backoff_limit=0,
+                template=pod,
             ),
             opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[service, *extra])),
         )
@@ -117,9 +126,14 @@ class SmokeWorkloads(pulumi.ComponentResource):
             image=self._config.jobs.smoke.jax_image,
             command=jax_check_command(tpu.chips),
             # 8471: TPU VMs talk to each other; 8431: the TPU runtime's metrics (the seed's ports).
-            ports=[k8s.core.v1.ContainerPortArgs(container_port=8471), k8s.core.v1.ContainerPortArgs(container_port=8431)],
+            ports=[
+                k8s.core.v1.ContainerPortArgs(container_port=8471),
+                k8s.core.v1.ContainerPortArgs(container_port=8431),
+            ],
             security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
-            resources=k8s.core.v1.ResourceRequirementsArgs(requests={TPU_RESOURCE: chips}, limits={TPU_RESOURCE: chips}),
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                requests={TPU_RESOURCE: chips}, limits={TPU_RESOURCE: chips}
+            ),
         )
         pod = k8s.core.v1.PodTemplateSpecArgs(
             spec=k8s.core.v1.PodSpecArgs(
@@ -158,7 +172,9 @@ class SmokeWorkloads(pulumi.ComponentResource):
         )
         volumes = [
             *host_library_volumes("64Gi"),
-            k8s.core.v1.VolumeArgs(name="scripts", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="smoke-scripts")),
+            k8s.core.v1.VolumeArgs(
+                name="scripts", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="smoke-scripts")
+            ),
         ]
         pod = k8s.core.v1.PodTemplateSpecArgs(
             metadata=k8s.meta.v1.ObjectMetaArgs(annotations=rdma_pod_annotations(pool)),

@@ -87,9 +87,13 @@ def gcs_fuse_volume(bucket: str, mount_options: str) -> k8s.core.v1.VolumeArgs:
 
 def host_library_volumes(shm_size: str) -> list[k8s.core.v1.VolumeArgs]:
     return [
-        k8s.core.v1.VolumeArgs(name="library-dir-host", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=HOST_NVIDIA_DIR)),
+        k8s.core.v1.VolumeArgs(
+            name="library-dir-host", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=HOST_NVIDIA_DIR)
+        ),
         k8s.core.v1.VolumeArgs(name="gib", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=HOST_GIB_DIR)),
-        k8s.core.v1.VolumeArgs(name="shared-memory", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=shm_size)),
+        k8s.core.v1.VolumeArgs(
+            name="shared-memory", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=shm_size)
+        ),
     ]
 
 
@@ -133,13 +137,18 @@ class TorchWorkloads(pulumi.ComponentResource):
     def _fsdp_job(self, job: FsdpJobConfig, pool: GpuPoolConfig) -> k8s.batch.v1.Job:
         service = self._service(job)
         token = self._hf_token_secret(job)
-        env = [k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in nccl_env(pool.machine.nccl_tuner_config).items()]
+        env = [
+            k8s.core.v1.EnvVarArgs(name=key, value=value)
+            for key, value in nccl_env(pool.machine.nccl_tuner_config).items()
+        ]
         if token is not None:
             env.append(
                 k8s.core.v1.EnvVarArgs(
                     name="HF_TOKEN",
                     value_from=k8s.core.v1.EnvVarSourceArgs(
-                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=f"{job.name}-hf-token", key=HF_TOKEN_SECRET_KEY)
+                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
+                            name=f"{job.name}-hf-token", key=HF_TOKEN_SECRET_KEY
+                        )
                     ),
                 )
             )
@@ -163,7 +172,9 @@ class TorchWorkloads(pulumi.ComponentResource):
         )
         max_run = {MAX_RUN_ANNOTATION: str(job.max_run_duration_seconds)}
         pod = k8s.core.v1.PodTemplateSpecArgs(
-            metadata=k8s.meta.v1.ObjectMetaArgs(annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run}),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run}
+            ),
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job.name,
                 restart_policy="Never",
@@ -214,7 +225,9 @@ class TorchWorkloads(pulumi.ComponentResource):
         namespace, _, key = job.hf_token_key.partition(":")
         token = pulumi.Config(namespace).get_secret(key)
         if token is None:
-            pulumi.log.warn(f"{job.hf_token_key} is not set: job {job.name} gets no HF_TOKEN (gated models will not load)")
+            pulumi.log.warn(
+                f"{job.hf_token_key} is not set: job {job.name} gets no HF_TOKEN (gated models will not load)"
+            )
             return None
         return k8s.core.v1.Secret(
             f"secret-{job.name}-hf-token",

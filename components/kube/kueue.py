@@ -127,7 +127,9 @@ def cluster_queue_spec(config: StackConfig) -> dict:
     }
     dws = [flavor.name for flavor in flavors if flavor.dws]
     if dws:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": config.kueue.admission_check, "onFlavors": dws}]}
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": config.kueue.admission_check, "onFlavors": dws}]
+        }
     if config.kueue.cohort:
         spec["cohortName"] = config.kueue.cohort
     return spec
@@ -168,7 +170,9 @@ class Kueue(pulumi.ComponentResource):
     def _release(self) -> list[pulumi.Resource]:
         kueue = self._config.kueue
         opts = pulumi.ResourceOptions(parent=self, provider=self._provider)
-        namespace = k8s.core.v1.Namespace(kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts)
+        namespace = k8s.core.v1.Namespace(
+            kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts
+        )
         gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._elastic_jobs() else []
         chart = k8s.helm.v4.Chart(
             "kueue",

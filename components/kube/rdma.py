@@ -60,7 +60,9 @@ class Rdma(pulumi.ComponentResource):
         self.ready = [
             resource
             for network_name, node_network in attached
-            for resource in self._network(network_name, node_network, "RDMA" if network_name.startswith("rdma") else "NetDevice")
+            for resource in self._network(
+                network_name, node_network, "RDMA" if network_name.startswith("rdma") else "NetDevice"
+            )
         ]
         self.ready.append(self._installer(sorted({m.accelerator for m in gpu_machines(config)})))
         self.register_outputs({"networks": [network_name for network_name, _ in attached]})
@@ -71,7 +73,11 @@ class Rdma(pulumi.ComponentResource):
             api_version=API_VERSION,
             kind="GKENetworkParamSet",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name),
-            spec={"vpc": node_network.network.name, "vpcSubnet": node_network.subnetwork.name, "deviceMode": device_mode},
+            spec={
+                "vpc": node_network.network.name,
+                "vpcSubnet": node_network.subnetwork.name,
+                "deviceMode": device_mode,
+            },
             opts=self._opts,
         )
         network = k8s.apiextensions.CustomResource(
@@ -103,7 +109,9 @@ class Rdma(pulumi.ComponentResource):
                         node_selector_terms=[
                             k8s.core.v1.NodeSelectorTermArgs(
                                 match_expressions=[
-                                    k8s.core.v1.NodeSelectorRequirementArgs(key=gke.GPU_ACCELERATOR_LABEL, operator="In", values=accelerators)
+                                    k8s.core.v1.NodeSelectorRequirementArgs(
+                                        key=gke.GPU_ACCELERATOR_LABEL, operator="In", values=accelerators
+                                    )
                                 ]
                             )
                         ]
@@ -114,7 +122,9 @@ class Rdma(pulumi.ComponentResource):
             host_network=True,
             host_pid=True,
             volumes=[
-                k8s.core.v1.VolumeArgs(name=volume, host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=path, type="DirectoryOrCreate"))
+                k8s.core.v1.VolumeArgs(
+                    name=volume, host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=path, type="DirectoryOrCreate")
+                )
                 for volume, path in host_paths.items()
             ],
             init_containers=[
@@ -139,9 +149,7 @@ class Rdma(pulumi.ComponentResource):
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=pod
-                ),
+                template=k8s.core.v1.PodTemplateSpecArgs(metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=pod),
             ),
             opts=self._opts,
         )

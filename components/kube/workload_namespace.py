@@ -28,7 +28,9 @@ class WorkloadNamespace(pulumi.ComponentResource):
         storage = config.storage
         # Both were children of the Storage component; the alias keeps their URNs, so `pulumi up` moves them
         # instead of deleting the namespace (and every job in it) and creating it again.
-        opts_moved = pulumi.ResourceOptions(parent=self, provider=provider, aliases=[pulumi.Alias(parent=former_parent)])
+        opts_moved = pulumi.ResourceOptions(
+            parent=self, provider=provider, aliases=[pulumi.Alias(parent=former_parent)]
+        )
         self.namespace = k8s.core.v1.Namespace(
             storage.namespace,
             metadata=k8s.meta.v1.ObjectMetaArgs(name=storage.namespace),

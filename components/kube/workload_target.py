@@ -30,6 +30,4 @@ class WorkloadTarget:
         return replace(self, ready=(*self.ready, *resources))
 
     def options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(
-            parent=parent, provider=self.provider, depends_on=[self.namespace, *self.ready]
-        )
+        return pulumi.ResourceOptions(parent=parent, provider=self.provider, depends_on=[self.namespace, *self.ready])

@@ -31,10 +31,20 @@ class TinyFixture:
 def tiny_args(fixture: TinyFixture, output_dir: Path, **overrides) -> list[str]:
     """Flags for a fast CPU run; keyword overrides use the flag name with underscores."""
     flags = {
-        "model_id": fixture.model_dir, "dataset_id": fixture.dataset_dir, "output_dir": output_dir,
-        "max_seq_length": 512, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
-        "learning_rate": 3e-3, "warmup_ratio": 0, "compile": "false", "mixed_precision": "fp32", "param_dtype": "fp32",
-        "dist_timeout_s": 60, "progress": "off", "metrics_jsonl": output_dir / "metrics.jsonl",
+        "model_id": fixture.model_dir,
+        "dataset_id": fixture.dataset_dir,
+        "output_dir": output_dir,
+        "max_seq_length": 512,
+        "per_device_train_batch_size": 2,
+        "gradient_accumulation_steps": 1,
+        "learning_rate": 3e-3,
+        "warmup_ratio": 0,
+        "compile": "false",
+        "mixed_precision": "fp32",
+        "param_dtype": "fp32",
+        "dist_timeout_s": 60,
+        "progress": "off",
+        "metrics_jsonl": output_dir / "metrics.jsonl",
         "checkpoint_epochs": 0,
     }
     flags.update(overrides)
@@ -60,8 +70,14 @@ def torchrun_command(nproc: int, args: Sequence[str]) -> list[str]:
 
 def start_torchrun(nproc: int, args: Sequence[str], log_path: Path) -> subprocess.Popen:
     log = log_path.open("w")
-    return subprocess.Popen(torchrun_command(nproc, args), cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, **OFFLINE_ENV})
+    return subprocess.Popen(
+        torchrun_command(nproc, args),
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **OFFLINE_ENV},
+    )
 
 
 def kill_tree(process: subprocess.Popen) -> None:
@@ -83,8 +99,9 @@ def kill_tree(process: subprocess.Popen) -> None:
     process.wait(timeout=30)  # reaped here, not by psutil, so Popen keeps the real exit status
 
 
-def run_torchrun(nproc: int, args: Sequence[str], log_path: Path, timeout_s: float = 240,
-                 stop_when: Callable[[], bool] | None = None) -> Run:
+def run_torchrun(
+    nproc: int, args: Sequence[str], log_path: Path, timeout_s: float = 240, stop_when: Callable[[], bool] | None = None
+) -> Run:
     """Run to completion (or until ``stop_when()`` holds, then SIGKILL the group, like a lost node)."""
     process = start_torchrun(nproc, args, log_path)
     deadline = time.monotonic() + timeout_s

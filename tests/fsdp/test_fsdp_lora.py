@@ -15,8 +15,17 @@ STEPS = 6
 @pytest.fixture(scope="module")
 def lora_run(tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("lora")
-    args = tiny_args(tiny, out, max_steps=STEPS, peft="true", peft_r=8, learning_rate=1e-2, compile="true",
-                     compile_backend="eager", mixed_precision="bf16")
+    args = tiny_args(
+        tiny,
+        out,
+        max_steps=STEPS,
+        peft="true",
+        peft_r=8,
+        learning_rate=1e-2,
+        compile="true",
+        compile_backend="eager",
+        mixed_precision="bf16",
+    )
     run = run_torchrun(2, args, out / "log.txt")
     assert run.returncode == 0, run.output[-3000:]
     return out, run

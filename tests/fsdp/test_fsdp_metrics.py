@@ -60,11 +60,14 @@ def test_padding_and_foreign_samples_are_not_counted_as_work(eager_model):
 
 
 def test_step_line_carries_maxtext_fields_and_mfu():
-    record = StepRecord(step=7, seconds=2.0, loss=1.25, useful_tokens=8000, flops=4.5e15, world_size=2, lr=1e-4,
-                        grad_norm=0.5)
+    record = StepRecord(
+        step=7, seconds=2.0, loss=1.25, useful_tokens=8000, flops=4.5e15, world_size=2, lr=1e-4, grad_norm=0.5
+    )
     line = format_step_line(record, peak=2.25e15)
-    assert line.startswith("completed step: 7, seconds: 2.000, TFLOP/s/device: 1125.000, "
-                           "Tokens/s/device: 2000.000, loss: 1.250, MFU: 50.00%")
+    assert line.startswith(
+        "completed step: 7, seconds: 2.000, TFLOP/s/device: 1125.000, "
+        "Tokens/s/device: 2000.000, loss: 1.250, MFU: 50.00%"
+    )
     assert "MFU: n/a" in format_step_line(record, peak=None)
 
 
@@ -75,8 +78,9 @@ def test_peak_flops_none_on_cpu_unless_given():
 
 def test_metrics_jsonl_gets_one_record_per_step_and_eval(tmp_path, capsys):
     path = tmp_path / "m" / "metrics.jsonl"
-    logger = MetricsLogger(True, total_steps=2, start_step=0, peak=None, jsonl_path=str(path), progress="off",
-                           log_every=1)
+    logger = MetricsLogger(
+        True, total_steps=2, start_step=0, peak=None, jsonl_path=str(path), progress="off", log_every=1
+    )
     logger.step(StepRecord(1, 1.0, 2.0, 100, 1e9, 1, 1e-3, None))
     logger.eval(1, 1.5, 50, 0.1)
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -87,8 +91,9 @@ def test_metrics_jsonl_gets_one_record_per_step_and_eval(tmp_path, capsys):
 
 def test_summary_leaves_out_the_first_step(tmp_path, capsys):
     path = tmp_path / "metrics.jsonl"
-    logger = MetricsLogger(True, total_steps=3, start_step=0, peak=None, jsonl_path=str(path), progress="off",
-                           log_every=10)
+    logger = MetricsLogger(
+        True, total_steps=3, start_step=0, peak=None, jsonl_path=str(path), progress="off", log_every=10
+    )
     for step, seconds in ((1, 30.0), (2, 1.0), (3, 1.0)):  # step 1 pays compilation
         logger.step(StepRecord(step, seconds, 2.0, 1000, 2e12, 2, 1e-3, 1.0))
     logger.summary()

@@ -24,8 +24,9 @@ def lengths(tiny) -> list[int]:
 
 
 def planner_for(lengths: list[int], packing: bool) -> BatchPlanner:
-    return BatchPlanner([[1] * n for n in lengths], 512, rows_per_device=1, world_size=1, rank=0, pad_id=0,
-                        packing=packing, seed=1)
+    return BatchPlanner(
+        [[1] * n for n in lengths], 512, rows_per_device=1, world_size=1, rank=0, pad_id=0, packing=packing, seed=1
+    )
 
 
 def test_packing_wastes_under_5_percent_where_padding_wastes_half(lengths):
@@ -91,7 +92,7 @@ def test_packed_row_gives_each_sample_the_logits_it_gets_alone(tiny, attn):
         start = 0
         for ids in samples:
             alone = model(input_ids=torch.tensor([ids])).logits[0]
-            torch.testing.assert_close(packed_logits[start:start + len(ids)], alone, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(packed_logits[start : start + len(ids)], alone, rtol=1e-4, atol=1e-4)
             start += len(ids)
         # Control: without per-sample positions the second sample would see the first one.
         leaky = model(input_ids=packed.input_ids).logits[0]

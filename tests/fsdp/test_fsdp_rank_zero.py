@@ -17,8 +17,9 @@ LENGTHS = [40 + (index * 37) % 200 for index in range(300)]
 
 
 def _share_from_rank_zero(rank: int, world_size: int, init_file: str, out_dir: str) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size, timeout=timedelta(seconds=60)
+    )
     calls: list[int] = []
 
     def plan() -> str:
@@ -28,8 +29,16 @@ def _share_from_rank_zero(rank: int, world_size: int, init_file: str, out_dir: s
     answer = from_rank_zero(plan)
     if rank == 1:  # a rank whose own planning would differ (as on another CPU): minimum bin slack only
         packing.MAX_ARC_FLOW_ARCS = 0
-    planner = BatchPlanner([[1] * n for n in LENGTHS], 512, rows_per_device=2, world_size=world_size, rank=rank,
-                           pad_id=0, packing=True, seed=0)
+    planner = BatchPlanner(
+        [[1] * n for n in LENGTHS],
+        512,
+        rows_per_device=2,
+        world_size=world_size,
+        rank=rank,
+        pad_id=0,
+        packing=True,
+        seed=0,
+    )
     rows = planner.rows_for_epoch(0)
     Path(out_dir, f"{rank}.json").write_text(json.dumps({"answer": answer, "calls": calls, "rows": rows}))
     dist.destroy_process_group()

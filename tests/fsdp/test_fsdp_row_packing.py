@@ -92,10 +92,18 @@ def test_a_sample_longer_than_the_row_is_refused():
 
 def test_another_process_plans_the_same_rows(text_to_sql_lengths):
     # Ranks plan independently, so the LP's answer must not depend on the process that solved it.
-    script = ("import json, sys; from workloads.fsdp.packing import pack_rows; lengths = json.load(sys.stdin); "
-              "print(json.dumps(pack_rows(lengths, 512, range(len(lengths)))))")
-    other = subprocess.run([sys.executable, "-c", script], input=json.dumps(text_to_sql_lengths), text=True,
-                           capture_output=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    script = (
+        "import json, sys; from workloads.fsdp.packing import pack_rows; lengths = json.load(sys.stdin); "
+        "print(json.dumps(pack_rows(lengths, 512, range(len(lengths)))))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(text_to_sql_lengths),
+        text=True,
+        capture_output=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert json.loads(other.stdout) == pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths)))
 
 
@@ -105,8 +113,9 @@ def test_an_lp_that_stops_early_leaves_every_row_to_mbs(text_to_sql_lengths, mon
         rows, left = arc_flow_rows(Counter(text_to_sql_lengths), 512)
     assert rows == [] and left == Counter(text_to_sql_lengths)
     with pytest.warns(RuntimeWarning):
-        assert_valid_rows(pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths))), text_to_sql_lengths,
-                          512)
+        assert_valid_rows(
+            pack_rows(text_to_sql_lengths, 512, range(len(text_to_sql_lengths))), text_to_sql_lengths, 512
+        )
 
 
 def test_rows_are_planned_once_per_run_and_refilled_each_epoch(text_to_sql_lengths, monkeypatch):
@@ -118,8 +127,9 @@ def test_rows_are_planned_once_per_run_and_refilled_each_epoch(text_to_sql_lengt
 
     monkeypatch.setattr(batching, "plan_row_lengths", counted_plan)
     samples = [[7] * length for length in text_to_sql_lengths]
-    planner = batching.BatchPlanner(samples, 512, rows_per_device=4, world_size=1, rank=0, pad_id=0, packing=True,
-                                    seed=0)
+    planner = batching.BatchPlanner(
+        samples, 512, rows_per_device=4, world_size=1, rank=0, pad_id=0, packing=True, seed=0
+    )
     epochs = [planner.rows_for_epoch(epoch) for epoch in range(3)]
     assert plans == [512], "the LP ran once; later epochs reuse its rows"
     assert epochs[0] != epochs[1] != epochs[2], "each epoch places the samples anew"

@@ -24,8 +24,9 @@ def llama3_pieces(llama3: Tokenizer, text: str) -> list[str]:
 
 def test_sql_tokens_per_record_match_the_dataset_card(llama3):
     samples = generate_samples(2000, seed=3)
-    per_record = statistics.mean(len(llama3.encode(s["sql_context"] + " " + s["sql"], bos=False, eos=False))
-                                 for s in samples)
+    per_record = statistics.mean(
+        len(llama3.encode(s["sql_context"] + " " + s["sql"], bos=False, eos=False)) for s in samples
+    )
     assert per_record == pytest.approx(CARD_SQL_TOKENS / CARD_RECORDS, rel=0.10)
 
 

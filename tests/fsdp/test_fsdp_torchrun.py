@@ -22,8 +22,7 @@ def _model_tensors(state: dict) -> dict[str, torch.Tensor]:
 def reference(tiny, tmp_path_factory) -> Path:
     """An uninterrupted 2-process run: 20 steps, a checkpoint every 5, evaluation every 10."""
     out = tmp_path_factory.mktemp("reference")
-    run = run_torchrun(2, tiny_args(tiny, out, max_steps=STEPS, checkpoint_steps=EVERY, eval_steps=10),
-                       out / "log.txt")
+    run = run_torchrun(2, tiny_args(tiny, out, max_steps=STEPS, checkpoint_steps=EVERY, eval_steps=10), out / "log.txt")
     assert run.returncode == 0, run.output[-3000:]
     return out
 
@@ -56,8 +55,9 @@ def test_killed_run_resumes_at_its_checkpoint_bit_exact(tiny, reference: Path, t
     out = tmp_path / "killed"
     args = tiny_args(tiny, out, max_steps=STEPS, checkpoint_steps=EVERY, eval_steps=10, async_checkpoint="true")
     checkpoints = out / "checkpoints"
-    killed = run_torchrun(2, args, tmp_path / "killed.txt",
-                          stop_when=lambda: (checkpoints / step_dir_name(10) / "COMPLETE").exists())
+    killed = run_torchrun(
+        2, args, tmp_path / "killed.txt", stop_when=lambda: (checkpoints / step_dir_name(10) / "COMPLETE").exists()
+    )
     assert killed.returncode != 0, "the run finished before it could be killed"
     survivors = complete_steps(checkpoints)
     assert 10 in survivors and survivors[-1] < STEPS
@@ -95,8 +95,9 @@ def test_two_process_checkpoint_resumes_in_one_process(tiny, reference: Path, tm
 
 def test_activation_checkpointing_changes_memory_not_the_maths(tiny, reference: Path, tmp_path: Path):
     out = tmp_path / "recompute"
-    run = run_torchrun(2, tiny_args(tiny, out, max_steps=STEPS, activation_checkpointing="true"),
-                       tmp_path / "recompute.txt")
+    run = run_torchrun(
+        2, tiny_args(tiny, out, max_steps=STEPS, activation_checkpointing="true"), tmp_path / "recompute.txt"
+    )
     assert run.returncode == 0, run.output[-3000:]
     assert run.header()["activation_checkpointing"] is True
     expected = [record["loss"] for record in read_jsonl(reference / "metrics.jsonl", "train")]

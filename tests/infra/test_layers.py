@@ -8,8 +8,14 @@ from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # components/ by layer, lowest first: a module may import its own layer and those below.
-LAYERS = ("components.facts", "components.config", "components.infra", "components.kube", "components.jobs",
-          "components.stack")
+LAYERS = (
+    "components.facts",
+    "components.config",
+    "components.infra",
+    "components.kube",
+    "components.jobs",
+    "components.stack",
+)
 # Config flows one way: base and models <- checks <- loading.
 CONFIG_RANKS = {
     "components.config.base": 0,
@@ -65,7 +71,7 @@ def test_one_base_model_and_one_dns_label_pattern():
         if line.startswith(("class _Model", "DNS_LABEL =", "class ConfigModel"))
     ]
     assert sorted(definitions) == [
-        "base.py: DNS_LABEL = r\"^[a-z]([-a-z0-9]*[a-z0-9])?$\"",
+        'base.py: DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"',
         "base.py: class ConfigModel(BaseModel):",
     ]
 
@@ -80,7 +86,9 @@ def test_components_import_only_their_own_layer_and_below():
     ]
     assert upward == []
     assert set(module_files("components")) == {
-        "components.__init__", "components.stack", *(m for layer in LAYERS[:-1] for m in module_files(layer))
+        "components.__init__",
+        "components.stack",
+        *(m for layer in LAYERS[:-1] for m in module_files(layer)),
     }, "every module of components/ sits in a layer folder"
 
 
@@ -97,7 +105,8 @@ def test_facts_need_neither_pulumi_nor_pydantic_and_the_pack_reads_only_facts():
         f"{module} imports {target}"
         for module in module_files("policies")
         for target in imported_modules(module.removesuffix(".__init__"))
-        if target.startswith("components") and not target.startswith(("components.facts", "components.facts."))
+        if target.startswith("components")
+        and not target.startswith(("components.facts", "components.facts."))
         and target != "components"
     }
     assert pack == set()

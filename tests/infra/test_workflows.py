@@ -47,7 +47,9 @@ def test_actionlint_finds_nothing():
 
 def test_actionlint_catches_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
-    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n")
+    broken.write_text(
+        "on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n"
+    )
     result = subprocess.run([actionlint(), "-oneline", str(broken)], capture_output=True, text=True, check=False)
     assert result.returncode == 1 and "nope" in result.stdout
 
@@ -91,7 +93,10 @@ def test_preview_with_policies_where_credentials_exist_and_up_behind_an_environm
     run = step_using(workflow, "preview", "pulumi/actions")
     assert run["uses"] == "pulumi/actions@v6"
     assert {k: run["with"][k] for k in ("command", "comment-on-pr", "policyPacks", "stack-name")} == {
-        "command": "preview", "comment-on-pr": True, "policyPacks": "policies", "stack-name": "dev"
+        "command": "preview",
+        "comment-on-pr": True,
+        "policyPacks": "policies",
+        "stack-name": "dev",
     }
     assert workflow["on"]["push"]["branches"] == ["main"] and "push" in up["if"]
     assert up["environment"] == "dev"

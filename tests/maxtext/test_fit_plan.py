@@ -9,15 +9,25 @@ import sys
 
 from workloads.maxtext.fit_plan import maxtext_jobs
 
-TINY = ["base_emb_dim=64", "base_num_query_heads=4", "base_num_kv_heads=4", "base_mlp_dim=128",
-        "base_num_decoder_layers=2", "head_dim=16", "enable_tensorboard=false", "vocab_size=256",
-        "max_target_length=64"]
+TINY = [
+    "base_emb_dim=64",
+    "base_num_query_heads=4",
+    "base_num_kv_heads=4",
+    "base_mlp_dim=128",
+    "base_num_decoder_layers=2",
+    "head_dim=16",
+    "enable_tensorboard=false",
+    "vocab_size=256",
+    "max_target_length=64",
+]
 
 
 def ray_job(name: str, slice_flags: str, maxtext_args: list[str]) -> dict:
     """A RayJob as components/jobs/ray_workloads.py renders it (the trainer's own flags included)."""
-    entrypoint = (f"python -m workloads.maxtext.train {slice_flags} --max-failures 3 --storage-path /data/maxtext "
-                  f"--name {name} -- {shlex.join(maxtext_args)}")
+    entrypoint = (
+        f"python -m workloads.maxtext.train {slice_flags} --max-failures 3 --storage-path /data/maxtext "
+        f"--name {name} -- {shlex.join(maxtext_args)}"
+    )
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": {"entrypoint": entrypoint}}
 
 
@@ -25,27 +35,65 @@ V6E_4 = "--accelerator-type TPU-V6E --topology 2x2 --slices 1 --hosts-per-slice 
 
 
 def test_plan_jobs_keep_slice_facts_and_arguments_and_drop_the_rest():
-    plan = {"manifests": [
-        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fsdp"}, "spec": {}},
-        ray_job("elastic", "--accelerator-type TPU-V6E --topology 4x4 --slices 2 --hosts-per-slice 4 "
-                "--chips-per-host 4 --min-slices 1 --max-slices 2", ["model_name=llama3-8b", "dcn_data_parallelism=-1"]),
-    ]}
+    plan = {
+        "manifests": [
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fsdp"}, "spec": {}},
+            ray_job(
+                "elastic",
+                "--accelerator-type TPU-V6E --topology 4x4 --slices 2 --hosts-per-slice 4 "
+                "--chips-per-host 4 --min-slices 1 --max-slices 2",
+                ["model_name=llama3-8b", "dcn_data_parallelism=-1"],
+            ),
+        ]
+    }
     ((name, argv),) = list(maxtext_jobs(plan))
     assert name == "elastic"
     flags, args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
-    assert flags == ["--accelerator-type", "TPU-V6E", "--topology", "4x4", "--slices", "2", "--hosts-per-slice", "4",
-                     "--chips-per-host", "4", "--min-slices", "1", "--max-slices", "2", "--name", "elastic"]
+    assert flags == [
+        "--accelerator-type",
+        "TPU-V6E",
+        "--topology",
+        "4x4",
+        "--slices",
+        "2",
+        "--hosts-per-slice",
+        "4",
+        "--chips-per-host",
+        "4",
+        "--min-slices",
+        "1",
+        "--max-slices",
+        "2",
+        "--name",
+        "elastic",
+    ]
     assert args == ["model_name=llama3-8b", "dcn_data_parallelism=-1"]
 
 
 def test_one_job_that_does_not_fit_fails_the_check(repo_root, tmp_path):
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"manifests": [
-        ray_job("small", V6E_4, [*TINY, "per_device_batch_size=2"]),
-        ray_job("huge", V6E_4, [*TINY[:-2], "vocab_size=131072", "max_target_length=8192", "per_device_batch_size=64"]),
-    ]}))
-    run = subprocess.run([sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)], cwd=repo_root,
-                         capture_output=True, text=True, check=False, timeout=600)
+    plan.write_text(
+        json.dumps(
+            {
+                "manifests": [
+                    ray_job("small", V6E_4, [*TINY, "per_device_batch_size=2"]),
+                    ray_job(
+                        "huge",
+                        V6E_4,
+                        [*TINY[:-2], "vocab_size=131072", "max_target_length=8192", "per_device_batch_size=64"],
+                    ),
+                ]
+            }
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     assert run.returncode == 1, run.stderr[-3000:]
     assert "fit-check small on 1 x v6e-4" in run.stdout and "fits" in run.stdout
     assert "fit-check: 1 of 2 jobs fit; not: huge" in run.stdout
@@ -54,6 +102,11 @@ def test_one_job_that_does_not_fit_fails_the_check(repo_root, tmp_path):
 def test_plan_without_maxtext_jobs_exits_2(repo_root, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"manifests": []}))
-    run = subprocess.run([sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)], cwd=repo_root,
-                         capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 2 and "no enabled MaxText job" in run.stderr

@@ -21,8 +21,9 @@ from workloads.fsdp.packing import assign_samples, plan_row_lengths
 IGNORE_INDEX = -100
 
 
-def fill_epoch_rows(lengths: Sequence[int], row_lengths: Sequence[Sequence[int]] | None, seed: int,
-                    epoch: int) -> list[list[int]]:
+def fill_epoch_rows(
+    lengths: Sequence[int], row_lengths: Sequence[Sequence[int]] | None, seed: int, epoch: int
+) -> list[list[int]]:
     """The epoch's rows of sample indices: the packed rows' lengths filled in the epoch's shuffled order, or
     (``row_lengths`` None) one sample per padded row."""
     rng = random.Random(seed * 100_003 + epoch)
@@ -50,8 +51,10 @@ class MicroBatch:
 
     def model_inputs(self, device: torch.device) -> dict[str, torch.Tensor | bool]:
         # No KV cache: with one, transformers skips the packed-sequence mask and samples see each other.
-        inputs: dict[str, torch.Tensor | bool] = {"input_ids": self.input_ids.to(device, non_blocking=True),
-                                                  "use_cache": False}
+        inputs: dict[str, torch.Tensor | bool] = {
+            "input_ids": self.input_ids.to(device, non_blocking=True),
+            "use_cache": False,
+        }
         if self.position_ids is not None:
             inputs["position_ids"] = self.position_ids.to(device, non_blocking=True)
         if self.attention_mask is not None:
@@ -77,7 +80,7 @@ def collate(rows: Sequence[Sequence[Sequence[int]]], max_len: int, pad_id: int, 
             end = start + len(ids)
             sample = torch.tensor(ids, dtype=torch.long)
             input_ids[row_index, start:end] = sample
-            targets[row_index, start:end - 1] = sample[1:]  # the last token predicts nothing in its sample
+            targets[row_index, start : end - 1] = sample[1:]  # the last token predicts nothing in its sample
             position_ids[row_index, start:end] = torch.arange(len(ids))
             attention_mask[row_index, start:end] = 1
             lengths.append(len(ids))
@@ -107,8 +110,17 @@ class DataPosition:
 class BatchPlanner:
     """Hands each rank its micro-batches of a step; rank r takes rows [r*B, (r+1)*B) of each global micro-batch."""
 
-    def __init__(self, samples: Sequence[Sequence[int]], max_len: int, rows_per_device: int, world_size: int,
-                 rank: int, pad_id: int, packing: bool, seed: int):
+    def __init__(
+        self,
+        samples: Sequence[Sequence[int]],
+        max_len: int,
+        rows_per_device: int,
+        world_size: int,
+        rank: int,
+        pad_id: int,
+        packing: bool,
+        seed: int,
+    ):
         self.samples, self.max_len, self.pad_id, self.packing, self.seed = samples, max_len, pad_id, packing, seed
         self.lengths = [len(sample) for sample in samples]
         self.rows_per_device, self.world_size, self.rank = rows_per_device, world_size, rank
@@ -131,15 +143,16 @@ class BatchPlanner:
         return len(self.rows_for_epoch(0)) // self.rows_per_step(accumulation)
 
     def _micro_batch(self, rows: Sequence[Sequence[int]], global_start: int) -> MicroBatch:
-        mine = rows[global_start + self.rank * self.rows_per_device:
-                    global_start + (self.rank + 1) * self.rows_per_device]
+        mine = rows[
+            global_start + self.rank * self.rows_per_device : global_start + (self.rank + 1) * self.rows_per_device
+        ]
         return collate([[self.samples[i] for i in row] for row in mine], self.max_len, self.pad_id, self.packing)
 
     def step_batches(self, position: DataPosition, accumulation: int) -> tuple[list[MicroBatch], int]:
         """This rank's micro-batches for the step at ``position`` and the step's global target-token count."""
         rows = self.rows_for_epoch(position.epoch)
         start, global_rows = position.rows_consumed, self.rows_per_device * self.world_size
-        step_rows = rows[start:start + self.rows_per_step(accumulation)]
+        step_rows = rows[start : start + self.rows_per_step(accumulation)]
         global_targets = sum(self.lengths[i] - 1 for row in step_rows for i in row)
         batches = [self._micro_batch(rows, start + k * global_rows) for k in range(accumulation)]
         return batches, global_targets

@@ -41,8 +41,7 @@ class ModelAndOptimizer(Stateful):
         return {"model": model_state, "optimizer": optimizer_state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optimizer"])
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
 
 
 class SchedulerState(Stateful):
@@ -79,8 +78,11 @@ def complete_steps(root: str | Path) -> list[int]:
 def _background_stager() -> DefaultStager:
     """Copies to host memory in a thread, into buffers kept from one save to the next (pinned on GPUs)."""
     on_gpu = torch.cuda.is_available()
-    return DefaultStager(StagingOptions(use_pinned_memory=on_gpu, use_shared_memory=False, use_async_staging=True,
-                                        use_non_blocking_copy=on_gpu))
+    return DefaultStager(
+        StagingOptions(
+            use_pinned_memory=on_gpu, use_shared_memory=False, use_async_staging=True, use_non_blocking_copy=on_gpu
+        )
+    )
 
 
 class Checkpointer:
@@ -104,8 +106,9 @@ class Checkpointer:
         self.wait()  # at most one save in flight
         target = self.root / step_dir_name(step)
         if self.async_save:
-            response = dcp.async_save(state, checkpoint_id=str(target), process_group=self._async_group,
-                                      async_stager=self._stager)
+            response = dcp.async_save(
+                state, checkpoint_id=str(target), process_group=self._async_group, async_stager=self._stager
+            )
             self._staging, self._pending = response.staging_completion, (step, response.upload_completion)
         else:
             dcp.save(state, checkpoint_id=str(target))
@@ -155,7 +158,7 @@ class Checkpointer:
     def _prune(self) -> None:
         if not self.keep:
             return
-        for old_step in complete_steps(self.root)[:-self.keep]:
+        for old_step in complete_steps(self.root)[: -self.keep]:
             shutil.rmtree(self.root / step_dir_name(old_step), ignore_errors=True)
 
     def load(self, step: int, state: dict[str, Stateful]) -> None:

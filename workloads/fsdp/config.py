@@ -26,8 +26,9 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used, with the key that carried it."""
 
 
-def _opt(default: Any, help_text: str, env: str | None = None, choices: Sequence[str] = (),
-         alias: str | None = None) -> Any:
+def _opt(
+    default: Any, help_text: str, env: str | None = None, choices: Sequence[str] = (), alias: str | None = None
+) -> Any:
     metadata = {"help": help_text, "env": env, "choices": tuple(choices), "alias": alias}
     return field(default=default, metadata=metadata)
 
@@ -57,11 +58,15 @@ class TrainConfig:
     packing: bool = _opt(True, "pack samples into full rows (attention never crosses samples); off pads each sample")
     seed: int = _opt(42, "seed for dropout and any random init")
     # Model and parallelism.
-    attn_implementation: str = _opt("auto", "attention kernel; auto = flash_attention_2 if installed, else sdpa",
-                                    choices=ATTN_CHOICES)
+    attn_implementation: str = _opt(
+        "auto", "attention kernel; auto = flash_attention_2 if installed, else sdpa", choices=ATTN_CHOICES
+    )
     mixed_precision: str = _opt("bf16", "compute dtype of FSDP2's MixedPrecisionPolicy", choices=PRECISION_CHOICES)
-    param_dtype: str = _opt("bf16", "dtype of the sharded weights and optimizer state (the seed's bf16; fp32 "
-                            "costs 8 more bytes per parameter)", choices=PRECISION_CHOICES)
+    param_dtype: str = _opt(
+        "bf16",
+        "dtype of the sharded weights and optimizer state (the seed's bf16; fp32 costs 8 more bytes per parameter)",
+        choices=PRECISION_CHOICES,
+    )
     activation_checkpointing: bool = _opt(False, "recompute each decoder layer in backward: less memory, more compute")
     compile: bool = _opt(True, "torch.compile each decoder layer")
     compile_backend: str = _opt("inductor", "torch.compile backend (eager for smoke tests)")
@@ -125,7 +130,8 @@ def _convert(raw: Any, config_field: dataclasses.Field, source: str) -> Any:
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m workloads.fsdp.train",
-        description="FSDP2 fine-tuning. Every flag can also be set by the environment variable shown.")
+        description="FSDP2 fine-tuning. Every flag can also be set by the environment variable shown.",
+    )
     for config_field in dataclasses.fields(TrainConfig):
         names = [flag_name(config_field)]
         if config_field.metadata.get("alias"):
@@ -156,21 +162,47 @@ def _require(condition: bool, key: str, value: Any, allowed: str) -> None:
 
 
 def validate(config: TrainConfig) -> None:
-    positive = ("train_sample_size", "per_device_train_batch_size", "gradient_accumulation_steps",
-                "max_seq_length", "log_every", "dist_timeout_s", "peft_r", "peft_alpha")
+    positive = (
+        "train_sample_size",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "max_seq_length",
+        "log_every",
+        "dist_timeout_s",
+        "peft_r",
+        "peft_alpha",
+    )
     for key in positive:
         _require(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")
-    non_negative = ("num_train_epochs", "max_steps", "max_grad_norm", "checkpoint_steps", "checkpoint_epochs",
-                    "keep_checkpoints", "eval_steps", "eval_max_batches", "peak_flops", "weight_decay")
+    non_negative = (
+        "num_train_epochs",
+        "max_steps",
+        "max_grad_norm",
+        "checkpoint_steps",
+        "checkpoint_epochs",
+        "keep_checkpoints",
+        "eval_steps",
+        "eval_max_batches",
+        "peak_flops",
+        "weight_decay",
+    )
     for key in non_negative:
         _require(getattr(config, key) >= 0, key, getattr(config, key), "must be >= 0")
     _require(0 < config.test_size < 1, "test_size", config.test_size, "a fraction strictly between 0 and 1")
     _require(0 <= config.warmup_ratio < 1, "warmup_ratio", config.warmup_ratio, "a fraction in [0, 1)")
     _require(0 <= config.peft_dropout < 1, "peft_dropout", config.peft_dropout, "a probability in [0, 1)")
     _require(config.learning_rate > 0, "learning_rate", config.learning_rate, "must be > 0")
-    _require(config.max_steps > 0 or config.num_train_epochs > 0, "max_steps", config.max_steps,
-             "set --max-steps or --num-train-epochs above 0")
+    _require(
+        config.max_steps > 0 or config.num_train_epochs > 0,
+        "max_steps",
+        config.max_steps,
+        "set --max-steps or --num-train-epochs above 0",
+    )
     _require(bool(config.model_id), "model_id", config.model_id, "a Hugging Face id or a local directory")
     _require(bool(config.dataset_id), "dataset_id", config.dataset_id, "a Hugging Face id or a local directory")
-    _require(not config.peft or bool(config.target_modules), "peft_target_modules", config.peft_target_modules,
-             "at least one module name when --peft is on")
+    _require(
+        not config.peft or bool(config.target_modules),
+        "peft_target_modules",
+        config.peft_target_modules,
+        "at least one module name when --peft is on",
+    )

@@ -40,8 +40,10 @@ def encode_sample(tokenizer, sample: dict) -> list[int]:
     """Token ids of one conversation; a plain prompt format when the tokenizer has no chat template."""
     if tokenizer.chat_template:
         return list(tokenizer.apply_chat_template(to_messages(sample), tokenize=True, return_dict=False))
-    text = (f"{SYSTEM_PROMPT.format(schema=sample['sql_context'])}\n\n### Question:\n{sample['sql_prompt']}"
-            f"\n\n### SQL:\n{sample['sql']}")
+    text = (
+        f"{SYSTEM_PROMPT.format(schema=sample['sql_context'])}\n\n### Question:\n{sample['sql_prompt']}"
+        f"\n\n### SQL:\n{sample['sql']}"
+    )
     ids = tokenizer(text, add_special_tokens=True)["input_ids"]
     return ids + [tokenizer.eos_token_id]
 
@@ -61,9 +63,15 @@ def pad_token_id(tokenizer) -> int:
 def _cache_key(config: TrainConfig, tokenizer) -> str:
     """Anything that changes the prepared tokens changes the directory, so a stale cache is never read."""
     facts = {
-        "dataset": config.dataset_id, "split": config.dataset_split, "samples": config.train_sample_size,
-        "test_size": config.test_size, "seed": config.dataset_seed, "max_len": config.max_seq_length,
-        "tokenizer": tokenizer.name_or_path, "vocab": len(tokenizer), "template": tokenizer.chat_template,
+        "dataset": config.dataset_id,
+        "split": config.dataset_split,
+        "samples": config.train_sample_size,
+        "test_size": config.test_size,
+        "seed": config.dataset_seed,
+        "max_len": config.max_seq_length,
+        "tokenizer": tokenizer.name_or_path,
+        "vocab": len(tokenizer),
+        "template": tokenizer.chat_template,
         "format": PREPARED_FORMAT_VERSION,
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
@@ -74,12 +82,17 @@ def _build_prepared(config: TrainConfig, tokenizer, target: str) -> None:
 
     raw = load_dataset(config.dataset_id, split=config.dataset_split, token=os.environ.get("HF_TOKEN"))
     raw = raw.shuffle(seed=config.dataset_seed).select(range(min(config.train_sample_size, len(raw))))
-    tokenized = raw.map(lambda sample: {"input_ids": encode_sample(tokenizer, sample)},
-                        remove_columns=raw.column_names, desc="tokenizing")
+    tokenized = raw.map(
+        lambda sample: {"input_ids": encode_sample(tokenizer, sample)},
+        remove_columns=raw.column_names,
+        desc="tokenizing",
+    )
     kept = tokenized.filter(lambda row: len(row["input_ids"]) <= config.max_seq_length, desc="length filter")
     if len(kept) < 2:
-        raise ValueError(f"--dataset-id {config.dataset_id!r}: only {len(kept)} samples fit "
-                         f"--max-seq-length {config.max_seq_length}; need at least 2 to split")
+        raise ValueError(
+            f"--dataset-id {config.dataset_id!r}: only {len(kept)} samples fit "
+            f"--max-seq-length {config.max_seq_length}; need at least 2 to split"
+        )
     splits = kept.train_test_split(test_size=config.test_size, seed=config.dataset_seed)
     staging = target + ".tmp"
     shutil.rmtree(staging, ignore_errors=True)

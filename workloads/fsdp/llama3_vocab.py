@@ -13,8 +13,14 @@ import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
 
-SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                  "<|eot_id|>", "<|finetune_right_pad_id|>"]
+SPECIAL_TOKENS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|finetune_right_pad_id|>",
+]
 
 
 def llama3_ranks() -> dict[bytes, int]:
@@ -39,12 +45,13 @@ def bpe_tokens_formed(piece: bytes, ranks: dict[bytes, int]) -> set[bytes]:
     parts = [bytes([byte]) for byte in piece]
     formed = set(parts)
     while len(parts) > 1:
-        candidates = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1)
-                      if parts[i] + parts[i + 1] in ranks]
+        candidates = [
+            (ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks
+        ]
         if not candidates:
             break
         _, i = min(candidates)
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
         formed.add(parts[i])
     return formed
 
@@ -84,9 +91,14 @@ def corpus_tokenizer(conversations: Iterable[list[dict[str, str]]], chat_templat
         def load_tiktoken_bpe(self, _url: str) -> dict[bytes, int]:
             return ranks
 
-    backend = RestrictedConverter(vocab_file="restricted", pattern=llama3_pattern(),
-                                  extra_special_tokens=SPECIAL_TOKENS).converted()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|begin_of_text|>",
-                                        eos_token="<|end_of_text|>", pad_token="<|finetune_right_pad_id|>")
+    backend = RestrictedConverter(
+        vocab_file="restricted", pattern=llama3_pattern(), extra_special_tokens=SPECIAL_TOKENS
+    ).converted()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<|begin_of_text|>",
+        eos_token="<|end_of_text|>",
+        pad_token="<|finetune_right_pad_id|>",
+    )
     tokenizer.chat_template = chat_template
     return tokenizer

@@ -18,8 +18,7 @@ from workloads.fsdp.checkpoint import Checkpointer, ModelAndOptimizer, Scheduler
 from workloads.fsdp.metrics import FlopModel, MetricsLogger, StepRecord
 
 
-def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float, total_steps: int,
-                    warmup_ratio: float):
+def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float, total_steps: int, warmup_ratio: float):
     from transformers import get_linear_schedule_with_warmup
 
     params = [param for param in model.parameters() if param.requires_grad]
@@ -30,8 +29,9 @@ def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float,
 
 def summed_token_loss(model: nn.Module, batch: MicroBatch, device: torch.device) -> torch.Tensor:
     logits = model(**batch.model_inputs(device)).logits
-    return F.cross_entropy(logits.flatten(0, 1).float(), batch.targets.to(device).flatten(),
-                           ignore_index=IGNORE_INDEX, reduction="sum")
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(), batch.targets.to(device).flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
+    )
 
 
 def _as_float(value: torch.Tensor) -> float:
@@ -70,8 +70,11 @@ class Trainer:
     before_optimizer_step: Callable[[], None] = lambda: None  # e.g. wait for an async checkpoint's staging
 
     def checkpoint_state(self) -> dict:
-        return {"app": ModelAndOptimizer(self.model, self.optimizer), "scheduler": SchedulerState(self.scheduler),
-                "progress": self.progress}
+        return {
+            "app": ModelAndOptimizer(self.model, self.optimizer),
+            "scheduler": SchedulerState(self.scheduler),
+            "progress": self.progress,
+        }
 
     def train_step(self) -> StepRecord:
         started = time.perf_counter()
@@ -90,9 +93,16 @@ class Trainer:
         dist.all_reduce(totals)
         self.progress.step += 1
         self.train_batches.advance(self.progress.data, self.accumulation)
-        return StepRecord(step=self.progress.step, seconds=time.perf_counter() - started,
-                          loss=totals[0].item() / max(global_targets, 1), useful_tokens=int(totals[2]),
-                          flops=totals[1].item(), world_size=self.world_size, lr=learning_rate, grad_norm=grad_norm)
+        return StepRecord(
+            step=self.progress.step,
+            seconds=time.perf_counter() - started,
+            loss=totals[0].item() / max(global_targets, 1),
+            useful_tokens=int(totals[2]),
+            flops=totals[1].item(),
+            world_size=self.world_size,
+            lr=learning_rate,
+            grad_norm=grad_norm,
+        )
 
     def _accumulate_gradients(self, micro_batches: list[MicroBatch], global_targets: int) -> tuple[float, list[int]]:
         """Backward every micro-batch; returns this rank's summed token loss and its samples' lengths."""
@@ -136,10 +146,13 @@ class Schedule:
 
     def checkpoint_due(self, step: int) -> bool:
         at_epoch_end = step % self.steps_per_epoch == 0
-        return bool((self.checkpoint_steps and step % self.checkpoint_steps == 0)
-                    or (self.checkpoint_epochs and at_epoch_end
-                        and (step // self.steps_per_epoch) % self.checkpoint_epochs == 0)
-                    or step == self.total_steps)
+        return bool(
+            (self.checkpoint_steps and step % self.checkpoint_steps == 0)
+            or (
+                self.checkpoint_epochs and at_epoch_end and (step // self.steps_per_epoch) % self.checkpoint_epochs == 0
+            )
+            or step == self.total_steps
+        )
 
     def eval_due(self, step: int) -> bool:
         return bool(self.eval_steps and step % self.eval_steps == 0) or step == self.total_steps
@@ -154,8 +167,7 @@ def run(trainer: Trainer, schedule: Schedule, checkpointer: Checkpointer, logger
         checkpointer.poll()
         if schedule.checkpoint_due(step):
             blocked = checkpointer.save(step, trainer.checkpoint_state())
-            logger.say(f"checkpoint at step: {step}, blocked seconds: {blocked:.3f}, "
-                       f"async: {checkpointer.async_save}")
+            logger.say(f"checkpoint at step: {step}, blocked seconds: {blocked:.3f}, async: {checkpointer.async_save}")
             logger.event("checkpoint", step=step, blocked_seconds=blocked, async_save=checkpointer.async_save)
         if schedule.eval_due(step):
             started = time.perf_counter()

@@ -14,8 +14,13 @@ from workloads.fsdp.config import TrainConfig
 def apply_lora(model: nn.Module, config: TrainConfig) -> nn.Module:
     from peft import LoraConfig, get_peft_model
 
-    lora_config = LoraConfig(r=config.peft_r, lora_alpha=config.peft_alpha, lora_dropout=config.peft_dropout,
-                             target_modules=config.target_modules, task_type="CAUSAL_LM")
+    lora_config = LoraConfig(
+        r=config.peft_r,
+        lora_alpha=config.peft_alpha,
+        lora_dropout=config.peft_dropout,
+        target_modules=config.target_modules,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, lora_config)
 
 

@@ -87,17 +87,27 @@ def format_step_line(record: StepRecord, peak: float | None) -> str:
     """MaxText's line (same fields, same order) plus MFU, grad norm and learning rate."""
     mfu = record.mfu(peak)
     norm = "n/a" if record.grad_norm is None else f"{record.grad_norm:.3f}"
-    return (f"completed step: {record.step}, seconds: {record.seconds:.3f}, "
-            f"TFLOP/s/device: {record.tflops_per_device():.3f}, Tokens/s/device: {record.tokens_per_device():.3f}, "
-            f"loss: {record.loss:.3f}, MFU: {'n/a' if mfu is None else f'{mfu:.2%}'}, "
-            f"grad_norm: {norm}, lr: {record.lr:.3e}")
+    return (
+        f"completed step: {record.step}, seconds: {record.seconds:.3f}, "
+        f"TFLOP/s/device: {record.tflops_per_device():.3f}, Tokens/s/device: {record.tokens_per_device():.3f}, "
+        f"loss: {record.loss:.3f}, MFU: {'n/a' if mfu is None else f'{mfu:.2%}'}, "
+        f"grad_norm: {norm}, lr: {record.lr:.3e}"
+    )
 
 
 class MetricsLogger:
     """Rank 0's voice: step and eval lines on stdout, a JSONL record of each, a progress bar on a terminal."""
 
-    def __init__(self, is_main: bool, total_steps: int, start_step: int, peak: float | None, jsonl_path: str,
-                 progress: str, log_every: int):
+    def __init__(
+        self,
+        is_main: bool,
+        total_steps: int,
+        start_step: int,
+        peak: float | None,
+        jsonl_path: str,
+        progress: str,
+        log_every: int,
+    ):
         self.is_main, self.peak, self.log_every = is_main, peak, log_every
         self.jsonl = Path(jsonl_path) if jsonl_path and is_main else None
         if self.jsonl:
@@ -132,20 +142,33 @@ class MetricsLogger:
             self.bar.set_postfix(loss=f"{record.loss:.3f}", tok_s=f"{record.tokens_per_device():.0f}")
         if record.step % self.log_every == 0:
             self.say(format_step_line(record, self.peak))
-        self._append({"kind": "train", "step": record.step, "seconds": record.seconds, "loss": record.loss,
-                      "tflops_per_device": record.tflops_per_device(),
-                      "tokens_per_device": record.tokens_per_device(), "mfu": record.mfu(self.peak),
-                      "useful_tokens": record.useful_tokens, "flops": record.flops, "lr": record.lr,
-                      "grad_norm": record.grad_norm})
+        self._append(
+            {
+                "kind": "train",
+                "step": record.step,
+                "seconds": record.seconds,
+                "loss": record.loss,
+                "tflops_per_device": record.tflops_per_device(),
+                "tokens_per_device": record.tokens_per_device(),
+                "mfu": record.mfu(self.peak),
+                "useful_tokens": record.useful_tokens,
+                "flops": record.flops,
+                "lr": record.lr,
+                "grad_norm": record.grad_norm,
+            }
+        )
 
     def eval(self, step: int, loss: float, tokens: int, seconds: float) -> None:
         if not self.is_main:
             return
         perplexity = float(torch.exp(torch.tensor(loss))) if loss < 50 else float("inf")
-        self.say(f"eval at step: {step}, loss: {loss:.4f}, perplexity: {perplexity:.3f}, tokens: {tokens}, "
-                 f"seconds: {seconds:.3f}")
-        self._append({"kind": "eval", "step": step, "loss": loss, "perplexity": perplexity, "tokens": tokens,
-                      "seconds": seconds})
+        self.say(
+            f"eval at step: {step}, loss: {loss:.4f}, perplexity: {perplexity:.3f}, tokens: {tokens}, "
+            f"seconds: {seconds:.3f}"
+        )
+        self._append(
+            {"kind": "eval", "step": step, "loss": loss, "perplexity": perplexity, "tokens": tokens, "seconds": seconds}
+        )
 
     def event(self, kind: str, **fields) -> None:
         self._append({"kind": kind, **fields})
@@ -160,11 +183,20 @@ class MetricsLogger:
         flops = sum(record.flops for record in steady) / world / seconds
         tokens = sum(record.useful_tokens for record in steady) / world / seconds
         mfu = "n/a" if not self.peak else f"{flops / self.peak:.2%}"
-        self.say(f"summary of steps {steady[0].step}-{steady[-1].step}: seconds/step: {seconds / len(steady):.3f}, "
-                 f"TFLOP/s/device: {flops / 1e12:.3f}, Tokens/s/device: {tokens:.3f}, MFU: {mfu}")
-        self._append({"kind": "summary", "first_step": steady[0].step, "last_step": steady[-1].step,
-                      "seconds_per_step": seconds / len(steady), "tflops_per_device": flops / 1e12,
-                      "tokens_per_device": tokens})
+        self.say(
+            f"summary of steps {steady[0].step}-{steady[-1].step}: seconds/step: {seconds / len(steady):.3f}, "
+            f"TFLOP/s/device: {flops / 1e12:.3f}, Tokens/s/device: {tokens:.3f}, MFU: {mfu}"
+        )
+        self._append(
+            {
+                "kind": "summary",
+                "first_step": steady[0].step,
+                "last_step": steady[-1].step,
+                "seconds_per_step": seconds / len(steady),
+                "tflops_per_device": flops / 1e12,
+                "tokens_per_device": tokens,
+            }
+        )
 
     def close(self) -> None:
         if self.bar is not None:

@@ -26,8 +26,10 @@ def choose_attn_implementation(requested: str, device: torch.device) -> str:
     if requested == "auto":
         return "flash_attention_2" if flash_ok else "sdpa"
     if requested == "flash_attention_2" and not flash_ok:
-        raise ConfigError("--attn-implementation / ATTN_IMPLEMENTATION = 'flash_attention_2' needs a CUDA device "
-                          "and the flash-attn package; use auto, sdpa or eager")
+        raise ConfigError(
+            "--attn-implementation / ATTN_IMPLEMENTATION = 'flash_attention_2' needs a CUDA device "
+            "and the flash-attn package; use auto, sdpa or eager"
+        )
     return requested
 
 
@@ -41,8 +43,9 @@ def load_model(config: TrainConfig, info: DistInfo) -> nn.Module:
     attn = choose_attn_implementation(config.attn_implementation, info.device)
     dtype, token = DTYPES[config.param_dtype], os.environ.get("HF_TOKEN")
     if info.is_main:
-        model = AutoModelForCausalLM.from_pretrained(config.model_id, dtype=dtype, attn_implementation=attn,
-                                                     token=token)
+        model = AutoModelForCausalLM.from_pretrained(
+            config.model_id, dtype=dtype, attn_implementation=attn, token=token
+        )
     else:
         hf_config = AutoConfig.from_pretrained(config.model_id, token=token)
         with torch.device("meta"):

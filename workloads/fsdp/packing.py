@@ -86,8 +86,9 @@ def _arcs(sizes: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, np.
     return tails, heads, kinds
 
 
-def _solve_arc_flow(tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, sizes: np.ndarray,
-                    counts: Counter[int], capacity: int) -> np.ndarray | None:
+def _solve_arc_flow(
+    tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, sizes: np.ndarray, counts: Counter[int], capacity: int
+) -> np.ndarray | None:
     """Minimise the rows (flow out of node 0) so that every length is used at least as often as it occurs.
 
     "At least" (rounding uses a pattern only while its samples last): with "exactly", HiGHS's dual simplex
@@ -98,27 +99,46 @@ def _solve_arc_flow(tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, siz
     arcs, rows_variable = len(tails), len(tails)
     item_arcs = np.flatnonzero(kinds >= 0)
     # Flow conservation per node (in - out; the row count leaves node 0 and enters node capacity) ...
-    conservation = coo_matrix((np.concatenate([np.ones(arcs), -np.ones(arcs), [1.0, -1.0]]),
-                               (np.concatenate([heads, tails, [0, capacity]]),
-                                np.concatenate([np.arange(arcs), np.arange(arcs), [rows_variable, rows_variable]]))),
-                              shape=(capacity + 1, arcs + 1)).tocsr()
+    conservation = coo_matrix(
+        (
+            np.concatenate([np.ones(arcs), -np.ones(arcs), [1.0, -1.0]]),
+            (
+                np.concatenate([heads, tails, [0, capacity]]),
+                np.concatenate([np.arange(arcs), np.arange(arcs), [rows_variable, rows_variable]]),
+            ),
+        ),
+        shape=(capacity + 1, arcs + 1),
+    ).tocsr()
     # ... and, per length, minus the arcs that carry it, at most minus its count.
-    coverage = coo_matrix((-np.ones(len(item_arcs)), (kinds[item_arcs], item_arcs)),
-                          shape=(len(sizes), arcs + 1)).tocsr()
+    coverage = coo_matrix(
+        (-np.ones(len(item_arcs)), (kinds[item_arcs], item_arcs)), shape=(len(sizes), arcs + 1)
+    ).tocsr()
     demand = np.array([counts[int(size)] for size in sizes], dtype=float)
     cost = np.zeros(arcs + 1)
     cost[rows_variable] = 1.0
-    result = linprog(cost, A_eq=conservation, b_eq=np.zeros(capacity + 1), A_ub=coverage, b_ub=-demand,
-                     bounds=(0, None), method="highs", options={"maxiter": LP_ITERATION_LIMIT})
+    result = linprog(
+        cost,
+        A_eq=conservation,
+        b_eq=np.zeros(capacity + 1),
+        A_ub=coverage,
+        b_ub=-demand,
+        bounds=(0, None),
+        method="highs",
+        options={"maxiter": LP_ITERATION_LIMIT},
+    )
     if result.status != 0:
-        warnings.warn(f"the packing LP stopped ({result.message}); minimum bin slack plans every row instead",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"the packing LP stopped ({result.message}); minimum bin slack plans every row instead",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     return result.x[:arcs]
 
 
-def _decompose_into_patterns(tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, flows: np.ndarray,
-                             sizes: np.ndarray, capacity: int) -> list[tuple[float, list[int]]]:
+def _decompose_into_patterns(
+    tails: np.ndarray, heads: np.ndarray, kinds: np.ndarray, flows: np.ndarray, sizes: np.ndarray, capacity: int
+) -> list[tuple[float, list[int]]]:
     """Split the flow into paths 0 -> capacity; a path's item arcs are a row pattern, its bottleneck its weight."""
     leaving: dict[int, list[int]] = defaultdict(list)
     remaining = flows.copy()
@@ -139,8 +159,9 @@ def _decompose_into_patterns(tails: np.ndarray, heads: np.ndarray, kinds: np.nda
         patterns.append((weight, [int(sizes[kinds[arc]]) for arc in path if kinds[arc] >= 0]))
 
 
-def _round_patterns(patterns: list[tuple[float, list[int]]],
-                    counts: Counter[int]) -> tuple[list[list[int]], Counter[int]]:
+def _round_patterns(
+    patterns: list[tuple[float, list[int]]], counts: Counter[int]
+) -> tuple[list[list[int]], Counter[int]]:
     left, rows = Counter(counts), []
 
     def use_if_available(pattern: list[int]) -> None:

@@ -24,8 +24,32 @@ DOMAINS = {
     "agriculture": ("harvests", ["yield_tons REAL", "crop TEXT", "farm_region TEXT", "harvest_date DATE"]),
     "finance": ("transactions", ["value DECIMAL(12,2)", "currency TEXT", "branch TEXT", "txn_date DATE"]),
 }
-WORDS = ["North", "South", "East", "West", "Central", "Pine", "Oak", "Solar", "Wind", "Coal", "Online", "Store",
-         "Alpha", "Beta", "LEO", "GEO", "Wheat", "Corn", "USD", "EUR", "Female", "Male", "Flu", "Asthma"]
+WORDS = [
+    "North",
+    "South",
+    "East",
+    "West",
+    "Central",
+    "Pine",
+    "Oak",
+    "Solar",
+    "Wind",
+    "Coal",
+    "Online",
+    "Store",
+    "Alpha",
+    "Beta",
+    "LEO",
+    "GEO",
+    "Wheat",
+    "Corn",
+    "USD",
+    "EUR",
+    "Female",
+    "Male",
+    "Flu",
+    "Asthma",
+]
 # Gretel's contexts range from a bare CREATE TABLE to several rows of data; the spread matters to packing.
 INSERT_ROWS = [0, 0, 0, 1, 2, 2, 3, 3, 3, 4, 4, 5, 6, 8, 10]
 # From the dataset card: "105,851 records", "~23M total tokens, including ~12M SQL tokens".
@@ -63,7 +87,8 @@ def _literal(column: Column, rng: random.Random) -> str:
 def _insert(table: str, columns: list[Column], rows: int, rng: random.Random) -> str:
     names = ", ".join(column.name for column in columns)
     values = ", ".join(
-        "(" + ", ".join([str(row_id)] + [_literal(c, rng) for c in columns[1:]]) + ")" for row_id in range(1, rows + 1))
+        "(" + ", ".join([str(row_id)] + [_literal(c, rng) for c in columns[1:]]) + ")" for row_id in range(1, rows + 1)
+    )
     return f"INSERT INTO {table} ({names}) VALUES {values};"
 
 
@@ -78,43 +103,61 @@ def _words(name: str) -> str:
 def _basic(table: str, numeric: Column, label: Column, rng: random.Random) -> tuple[str, str]:
     value, threshold = _literal(label, rng), _literal(numeric, rng)
     if rng.random() < 0.5:
-        question = (f"How many records in the {_words(table)} table have a {_words(label.name)} of {value} "
-                    f"and a {_words(numeric.name)} above {threshold}?")
+        question = (
+            f"How many records in the {_words(table)} table have a {_words(label.name)} of {value} "
+            f"and a {_words(numeric.name)} above {threshold}?"
+        )
         return question, f"SELECT COUNT(*) FROM {table} WHERE {label.name} = {value} AND {numeric.name} > {threshold};"
-    question = (f"List the {_words(numeric.name)} and {_words(label.name)} of all {_words(table)} whose "
-                f"{_words(numeric.name)} is greater than {threshold}, highest first.")
-    query = (f"SELECT {label.name}, {numeric.name} FROM {table} WHERE {numeric.name} > {threshold} "
-             f"ORDER BY {numeric.name} DESC;")
+    question = (
+        f"List the {_words(numeric.name)} and {_words(label.name)} of all {_words(table)} whose "
+        f"{_words(numeric.name)} is greater than {threshold}, highest first."
+    )
+    query = (
+        f"SELECT {label.name}, {numeric.name} FROM {table} WHERE {numeric.name} > {threshold} "
+        f"ORDER BY {numeric.name} DESC;"
+    )
     return question, query
 
 
 def _aggregation(table: str, numeric: Column, label: Column, rng: random.Random) -> tuple[str, str]:
     function, word = rng.choice([("SUM", "total"), ("AVG", "average"), ("MAX", "maximum"), ("MIN", "minimum")])
     alias = f"{word}_{numeric.name}"
-    question = (f"What is the {word} {_words(numeric.name)} for each {_words(label.name)} in the {_words(table)} "
-                f"table, sorted from highest to lowest?")
-    query = (f"SELECT {label.name}, {function}({numeric.name}) AS {alias} FROM {table} GROUP BY {label.name} "
-             f"ORDER BY {alias} DESC;")
+    question = (
+        f"What is the {word} {_words(numeric.name)} for each {_words(label.name)} in the {_words(table)} "
+        f"table, sorted from highest to lowest?"
+    )
+    query = (
+        f"SELECT {label.name}, {function}({numeric.name}) AS {alias} FROM {table} GROUP BY {label.name} "
+        f"ORDER BY {alias} DESC;"
+    )
     return question, query
 
 
 def _single_join(table: str, owner: str, numeric: Column, rng: random.Random) -> tuple[str, str]:
     function, word = rng.choice([("SUM", "total"), ("AVG", "average"), ("COUNT", "number of")])
     alias = f"{word.split()[0]}_{numeric.name}"
-    question = (f"What is the {word} {_words(numeric.name)} of {_words(table)} handled by each {owner}, "
-                f"shown with the {owner}'s name?")
-    query = (f"SELECT o.name, {function}(t.{numeric.name}) AS {alias} FROM {table} t JOIN {owner} o "
-             f"ON t.{owner}_id = o.{owner}_id GROUP BY o.name ORDER BY {alias} DESC;")
+    question = (
+        f"What is the {word} {_words(numeric.name)} of {_words(table)} handled by each {owner}, "
+        f"shown with the {owner}'s name?"
+    )
+    query = (
+        f"SELECT o.name, {function}(t.{numeric.name}) AS {alias} FROM {table} t JOIN {owner} o "
+        f"ON t.{owner}_id = o.{owner}_id GROUP BY o.name ORDER BY {alias} DESC;"
+    )
     return question, query
 
 
 def _manipulation(table: str, numeric: Column, label: Column, rng: random.Random) -> tuple[str, str]:
     value = _literal(label, rng)
     if rng.random() < 0.5:
-        return (f"Delete {_words(table)} with {_words(label.name)} {value}.",
-                f"DELETE FROM {table} WHERE {label.name} = {value};")
-    return (f"Set the {_words(numeric.name)} to {_literal(numeric, rng)} for {_words(table)} with id 3.",
-            f"UPDATE {table} SET {numeric.name} = {_literal(numeric, rng)} WHERE id = 3;")
+        return (
+            f"Delete {_words(table)} with {_words(label.name)} {value}.",
+            f"DELETE FROM {table} WHERE {label.name} = {value};",
+        )
+    return (
+        f"Set the {_words(numeric.name)} to {_literal(numeric, rng)} for {_words(table)} with id 3.",
+        f"UPDATE {table} SET {numeric.name} = {_literal(numeric, rng)} WHERE id = 3;",
+    )
 
 
 SINGLE_TABLE_QUERIES = {"basic SQL": _basic, "aggregation": _aggregation, "data manipulation": _manipulation}
@@ -124,8 +167,9 @@ def generate_sample(rng: random.Random) -> dict[str, str]:
     domain = rng.choice(sorted(DOMAINS))
     table, spec = DOMAINS[domain]
     owner = rng.choice(["salesperson", "manager", "supplier", "agency"])
-    complexity = rng.choices(["basic SQL", "aggregation", "data manipulation", "single join"],
-                             weights=[40, 25, 15, 20])[0]
+    complexity = rng.choices(
+        ["basic SQL", "aggregation", "data manipulation", "single join"], weights=[40, 25, 15, 20]
+    )[0]
     joined = complexity == "single join"
     columns = [Column("id", "INT")] + ([Column(f"{owner}_id", "INT")] if joined else [])
     columns += rng.sample(_columns(spec), k=rng.randint(1, len(spec)))
@@ -143,11 +187,18 @@ def generate_sample(rng: random.Random) -> dict[str, str]:
         question, query = SINGLE_TABLE_QUERIES[complexity](table, numeric, label, rng)
     else:
         names = ", ".join(f"({i}, '{rng.choice(NAMES)}')" for i in range(1, rng.randint(2, 3) + 1))
-        context += [_create(owner, [Column(f"{owner}_id", "INT"), Column("name", "TEXT")]),
-                    f"INSERT INTO {owner} ({owner}_id, name) VALUES {names};"]
+        context += [
+            _create(owner, [Column(f"{owner}_id", "INT"), Column("name", "TEXT")]),
+            f"INSERT INTO {owner} ({owner}_id, name) VALUES {names};",
+        ]
         question, query = _single_join(table, owner, numeric, rng)
-    return {"domain": domain, "sql_complexity": complexity, "sql_prompt": question, "sql_context": " ".join(context),
-            "sql": query}
+    return {
+        "domain": domain,
+        "sql_complexity": complexity,
+        "sql_prompt": question,
+        "sql_context": " ".join(context),
+        "sql": query,
+    }
 
 
 def generate_samples(count: int, seed: int = 0) -> list[dict[str, str]]:

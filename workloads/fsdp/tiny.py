@@ -43,17 +43,25 @@ def build_tiny_model(tokenizer, shape: TinyModelShape, seed: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=shape.hidden_size, intermediate_size=shape.intermediate_size,
-        num_hidden_layers=shape.num_hidden_layers, num_attention_heads=shape.num_attention_heads,
-        num_key_value_heads=shape.num_key_value_heads, max_position_embeddings=4096,
-        tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id)
+        vocab_size=len(tokenizer),
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.num_hidden_layers,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
 
 
-def build_tiny_fixture(out_dir: str | Path, num_samples: int = 600, shape: TinyModelShape = TinyModelShape(),
-                       seed: int = 0) -> tuple[Path, Path]:
+def build_tiny_fixture(
+    out_dir: str | Path, num_samples: int = 600, shape: TinyModelShape = TinyModelShape(), seed: int = 0
+) -> tuple[Path, Path]:
     """Write ``out_dir/model`` (config, weights, tokenizer) and ``out_dir/dataset/train.jsonl``."""
     out_dir = Path(out_dir)
     model_dir, dataset_dir = out_dir / "model", out_dir / "dataset"
@@ -72,8 +80,9 @@ def main() -> None:
     parser.add_argument("--hidden-size", type=int, default=TinyModelShape.hidden_size)
     parser.add_argument("--layers", type=int, default=TinyModelShape.num_hidden_layers)
     args = parser.parse_args()
-    shape = TinyModelShape(hidden_size=args.hidden_size, intermediate_size=args.hidden_size * 11 // 4,
-                           num_hidden_layers=args.layers)
+    shape = TinyModelShape(
+        hidden_size=args.hidden_size, intermediate_size=args.hidden_size * 11 // 4, num_hidden_layers=args.layers
+    )
     model_dir, dataset_dir = build_tiny_fixture(args.out, args.samples, shape)
     print(f"tiny model: {model_dir}\ntext-to-SQL set: {dataset_dir}")
 

@@ -25,9 +25,15 @@ def resume(job: Job) -> int | None:
 
 def make_logger(job: Job) -> MetricsLogger:
     config = job.config
-    return MetricsLogger(job.info.is_main, job.schedule.total_steps, job.trainer.progress.step,
-                         detect_peak_flops(job.info.device, config.peak_flops), config.metrics_jsonl,
-                         config.progress, config.log_every)
+    return MetricsLogger(
+        job.info.is_main,
+        job.schedule.total_steps,
+        job.trainer.progress.step,
+        detect_peak_flops(job.info.device, config.peak_flops),
+        config.metrics_jsonl,
+        config.progress,
+        config.log_every,
+    )
 
 
 def export_final(job: Job) -> None:
@@ -46,11 +52,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     resumed_from = resume(job)
     logger = make_logger(job)
     model = job.trainer.model
-    logger.say(json.dumps({"config": config.describe(), "world_size": info.world_size, "device": str(info.device),
-                           "attn": model.config._attn_implementation,
-                           "activation_checkpointing": model.is_activation_checkpointing, "steps": job.schedule.total_steps,
-                           "steps_per_epoch": job.schedule.steps_per_epoch, "resumed_from_step": resumed_from,
-                           "flops_model": vars(job.trainer.flop_model)}))
+    logger.say(
+        json.dumps(
+            {
+                "config": config.describe(),
+                "world_size": info.world_size,
+                "device": str(info.device),
+                "attn": model.config._attn_implementation,
+                "activation_checkpointing": model.is_activation_checkpointing,
+                "steps": job.schedule.total_steps,
+                "steps_per_epoch": job.schedule.steps_per_epoch,
+                "resumed_from_step": resumed_from,
+                "flops_model": vars(job.trainer.flop_model),
+            }
+        )
+    )
     run(job.trainer, job.schedule, job.checkpointer, logger)
     export_final(job)
     logger.summary()

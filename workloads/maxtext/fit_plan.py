@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         result = subprocess.run([sys.executable, "-m", "workloads.maxtext.fit", *fit_argv], check=False)
         if result.returncode != 0:
             failed.append(name)
-    print(f"fit-check: {len(jobs) - len(failed)} of {len(jobs)} jobs fit" + (f"; not: {', '.join(failed)}" if failed else ""))
+    print(
+        f"fit-check: {len(jobs) - len(failed)} of {len(jobs)} jobs fit"
+        + (f"; not: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -22,7 +22,11 @@ def test_dev_stack_parses_with_defaults():
     assert [str(r) for r in config.network.dcn_ranges] == ["10.50.0.0/16", "10.60.0.0/16"]
     assert [str(r) for r in config.network.rdma_ranges] == [f"192.168.{n + 1}.0/24" for n in range(8)]
     (slices,) = config.tpu_slices
-    assert (slices.slice.vms, slices.slice.machine_type, slices.pool_names) == (4, "ct6e-standard-4t", ["v6e-16-0", "v6e-16-1"])
+    assert (slices.slice.vms, slices.slice.machine_type, slices.pool_names) == (
+        4,
+        "ct6e-standard-4t",
+        ["v6e-16-0", "v6e-16-1"],
+    )
     (gpu,) = config.gpu_pools
     assert (gpu.machine_type, gpu.capacity, gpu.max_nodes) == ("a4-highgpu-8g", "dwsQueued", 10)
     assert config.storage.delete_with_stack is False
@@ -30,9 +34,19 @@ def test_dev_stack_parses_with_defaults():
 
 
 def test_minimal_config_takes_documented_defaults():
-    config = load({"gcp:project": "my-proj-1", "gcp:region": "us-central1", "trainyard:zone": "us-central1-b",
-                   "trainyard:storage": {"bucket": "my-bucket"}})
-    assert (config.cluster.name, config.cluster.version, config.cluster.release_channel) == ("trainyard", "1.35", "REGULAR")
+    config = load(
+        {
+            "gcp:project": "my-proj-1",
+            "gcp:region": "us-central1",
+            "trainyard:zone": "us-central1-b",
+            "trainyard:storage": {"bucket": "my-bucket"},
+        }
+    )
+    assert (config.cluster.name, config.cluster.version, config.cluster.release_channel) == (
+        "trainyard",
+        "1.35",
+        "REGULAR",
+    )
     assert config.cluster.deletion_protection is True
     assert (config.cluster.system_pool.machine_type, config.cluster.system_pool.min_nodes) == ("e2-standard-8", 3)
     assert config.tpu_slices == () and config.gpu_pools == ()
@@ -62,50 +76,230 @@ def _delete(key):
 
 BAD_CONFIGS = [
     # (edit, key path in the message, value in the message, words of the rule)
-    (_add_slice(topology="4x3"), "trainyard:tpuSlices[1].topology", '"4x3"', "is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4"),
-    (_set("trainyard:tpuSlices", 0, "generation", "v9"), "trainyard:tpuSlices[0].generation", '"v9"', "not a supported TPU generation"),
-    (_set("trainyard:tpuSlices", 0, "machineType", "ct6e-standard-8t"), "trainyard:tpuSlices[0].machineType", '"ct6e-standard-8t"', "cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)"),
-    (_set("trainyard:tpuSlices", 0, "capacity", "dwsQueued"), "trainyard:tpuSlices[0].capacity", '"dwsQueued"', "rejects TPU flex-start pools with queued provisioning"),
-    (_set("trainyard:tpuSlices", 0, "capacity", "reservation"), "trainyard:tpuSlices[0].reservation", "", 'is required when capacity is "reservation"'),
-    (_set("trainyard:tpuSlices", 0, "reservation", "my-res"), "trainyard:tpuSlices[0].reservation", '"my-res"', 'only allowed with capacity "reservation"'),
+    (
+        _add_slice(topology="4x3"),
+        "trainyard:tpuSlices[1].topology",
+        '"4x3"',
+        "is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "generation", "v9"),
+        "trainyard:tpuSlices[0].generation",
+        '"v9"',
+        "not a supported TPU generation",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "machineType", "ct6e-standard-8t"),
+        "trainyard:tpuSlices[0].machineType",
+        '"ct6e-standard-8t"',
+        "cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "capacity", "dwsQueued"),
+        "trainyard:tpuSlices[0].capacity",
+        '"dwsQueued"',
+        "rejects TPU flex-start pools with queued provisioning",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "capacity", "reservation"),
+        "trainyard:tpuSlices[0].reservation",
+        "",
+        'is required when capacity is "reservation"',
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "reservation", "my-res"),
+        "trainyard:tpuSlices[0].reservation",
+        '"my-res"',
+        'only allowed with capacity "reservation"',
+    ),
     (_set("trainyard:tpuSlices", 0, "count", 0), "trainyard:tpuSlices[0].count", "0", "out of range (allowed: >= 1)"),
-    (_set("trainyard:tpuSlices", 0, "topolgy", "4x4"), "trainyard:tpuSlices[0].topolgy", "", "not a known key (allowed: name, generation, topology"),
+    (
+        _set("trainyard:tpuSlices", 0, "topolgy", "4x4"),
+        "trainyard:tpuSlices[0].topolgy",
+        "",
+        "not a known key (allowed: name, generation, topology",
+    ),
     (_set("trainyard:network", "mtu", 9000), "trainyard:network.mtu", "9000", "out of range (allowed: 1300 to 8896)"),
     (_set("trainyard:network", "mtu", "big"), "trainyard:network.mtu", '"big"', "is not allowed"),
-    (_set("trainyard:network", "podRange", "10.50.0.0/19"), "trainyard:network.dcnRanges[0]", '"10.50.0.0/16"', "overlaps trainyard:network.podRange 10.50.0.0/19"),
-    (_set("trainyard:network", "gvnicRange", "192.168.1.0/24"), "trainyard:network.rdmaRanges[0]", '"192.168.1.0/24"', "overlaps trainyard:network.gvnicRange"),
-    (_set("trainyard:network", "nodeRange", "10.0.0.1/20"), "trainyard:network.nodeRange", '"10.0.0.1/20"', "is not allowed"),
-    (_set("trainyard:network", "rdmaRanges", ["192.168.1.0/24"]), "trainyard:network.rdmaRanges", '["192.168.1.0/24"]', "allowed: exactly 8, one per RDMA NIC"),
-    (_set("trainyard:network", "podRange", "10.64.0.0/21"), "trainyard:network.podRange", '"10.64.0.0/21"', "holds 8 nodes but the pools can reach 23 (allowed: /19 or larger)"),
-    (_set("trainyard:gpuPools", 0, "capacity", "dws"), "trainyard:gpuPools[0].capacity", '"dws"', "allowed: dwsQueued, flexStart, spot, onDemand, reservation"),
-    (_set("trainyard:gpuPools", 0, "machineType", "a3-highgpu-8g"), "trainyard:gpuPools[0].machineType", '"a3-highgpu-8g"', "not a supported GPU machine type (allowed: a4-highgpu-8g)"),
-    (_set("trainyard:gpuPools", 0, "minNodes", 2), "trainyard:gpuPools[0].minNodes", "2", 'not allowed with capacity "dwsQueued": flex-start pools scale from 0'),
-    (_set("trainyard:gpuPools", 0, "maxNodes", 0), "trainyard:gpuPools[0].maxNodes", "0", "out of range (allowed: >= 1)"),
-    (_set("trainyard:gpuPools", 0, "name", "v6e-16-1"), "trainyard:gpuPools[0].name", '"v6e-16-1"', "already used by trainyard:tpuSlices[0].name"),
-    (_set("trainyard:gpuPools", 0, "gpuDriverVersion", "555"), "trainyard:gpuPools[0].gpuDriverVersion", '"555"', "allowed: DEFAULT, LATEST, INSTALLATION_DISABLED"),
-    (_set("trainyard:cluster", "releaseChannel", "FAST"), "trainyard:cluster.releaseChannel", '"FAST"', "allowed: RAPID, REGULAR, STABLE, EXTENDED, UNSPECIFIED"),
-    (_set("trainyard:cluster", "version", "1.33"), "trainyard:cluster.version", '"1.33"', "too old: DRANET and resource.k8s.io/v1 need it (allowed: 1.34 or newer)"),
+    (
+        _set("trainyard:network", "podRange", "10.50.0.0/19"),
+        "trainyard:network.dcnRanges[0]",
+        '"10.50.0.0/16"',
+        "overlaps trainyard:network.podRange 10.50.0.0/19",
+    ),
+    (
+        _set("trainyard:network", "gvnicRange", "192.168.1.0/24"),
+        "trainyard:network.rdmaRanges[0]",
+        '"192.168.1.0/24"',
+        "overlaps trainyard:network.gvnicRange",
+    ),
+    (
+        _set("trainyard:network", "nodeRange", "10.0.0.1/20"),
+        "trainyard:network.nodeRange",
+        '"10.0.0.1/20"',
+        "is not allowed",
+    ),
+    (
+        _set("trainyard:network", "rdmaRanges", ["192.168.1.0/24"]),
+        "trainyard:network.rdmaRanges",
+        '["192.168.1.0/24"]',
+        "allowed: exactly 8, one per RDMA NIC",
+    ),
+    (
+        _set("trainyard:network", "podRange", "10.64.0.0/21"),
+        "trainyard:network.podRange",
+        '"10.64.0.0/21"',
+        "holds 8 nodes but the pools can reach 23 (allowed: /19 or larger)",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "capacity", "dws"),
+        "trainyard:gpuPools[0].capacity",
+        '"dws"',
+        "allowed: dwsQueued, flexStart, spot, onDemand, reservation",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "machineType", "a3-highgpu-8g"),
+        "trainyard:gpuPools[0].machineType",
+        '"a3-highgpu-8g"',
+        "not a supported GPU machine type (allowed: a4-highgpu-8g)",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "minNodes", 2),
+        "trainyard:gpuPools[0].minNodes",
+        "2",
+        'not allowed with capacity "dwsQueued": flex-start pools scale from 0',
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "maxNodes", 0),
+        "trainyard:gpuPools[0].maxNodes",
+        "0",
+        "out of range (allowed: >= 1)",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "name", "v6e-16-1"),
+        "trainyard:gpuPools[0].name",
+        '"v6e-16-1"',
+        "already used by trainyard:tpuSlices[0].name",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "gpuDriverVersion", "555"),
+        "trainyard:gpuPools[0].gpuDriverVersion",
+        '"555"',
+        "allowed: DEFAULT, LATEST, INSTALLATION_DISABLED",
+    ),
+    (
+        _set("trainyard:cluster", "releaseChannel", "FAST"),
+        "trainyard:cluster.releaseChannel",
+        '"FAST"',
+        "allowed: RAPID, REGULAR, STABLE, EXTENDED, UNSPECIFIED",
+    ),
+    (
+        _set("trainyard:cluster", "version", "1.33"),
+        "trainyard:cluster.version",
+        '"1.33"',
+        "too old: DRANET and resource.k8s.io/v1 need it (allowed: 1.34 or newer)",
+    ),
     (_set("trainyard:cluster", "name", "Trainyard_Dev"), "trainyard:cluster.name", '"Trainyard_Dev"', "is not allowed"),
     (_set("trainyard:zone", "europe-west4-a"), "trainyard:zone", '"europe-west4-a"', "is not in gcp:region us-east5"),
-    (_set("trainyard:storage", "bucket", "UPPER"), "trainyard:storage.bucket", '"UPPER"', "has characters GCS refuses (allowed: 3-63"),
-    (_set("trainyard:storage", "bucket", "goog-trainyard-data"), "trainyard:storage.bucket", '"goog-trainyard-data"', "starts with 'goog'"),
-    (_set("trainyard:storage", "bucket", "my-google-data"), "trainyard:storage.bucket", '"my-google-data"', "contains 'google' or a close misspelling"),
-    (_set("trainyard:storage", "bucket", "my-g00gle-data"), "trainyard:storage.bucket", '"my-g00gle-data"', "contains 'google' or a close misspelling"),
-    (_set("trainyard:storage", "bucket", "192.168.5.4"), "trainyard:storage.bucket", '"192.168.5.4"', "is an IP address"),
+    (
+        _set("trainyard:storage", "bucket", "UPPER"),
+        "trainyard:storage.bucket",
+        '"UPPER"',
+        "has characters GCS refuses (allowed: 3-63",
+    ),
+    (
+        _set("trainyard:storage", "bucket", "goog-trainyard-data"),
+        "trainyard:storage.bucket",
+        '"goog-trainyard-data"',
+        "starts with 'goog'",
+    ),
+    (
+        _set("trainyard:storage", "bucket", "my-google-data"),
+        "trainyard:storage.bucket",
+        '"my-google-data"',
+        "contains 'google' or a close misspelling",
+    ),
+    (
+        _set("trainyard:storage", "bucket", "my-g00gle-data"),
+        "trainyard:storage.bucket",
+        '"my-g00gle-data"',
+        "contains 'google' or a close misspelling",
+    ),
+    (
+        _set("trainyard:storage", "bucket", "192.168.5.4"),
+        "trainyard:storage.bucket",
+        '"192.168.5.4"',
+        "is an IP address",
+    ),
     (_set("trainyard:storage", "bucket", "ab"), "trainyard:storage.bucket", '"ab"', "has 2 characters"),
-    (_set("trainyard:storage", "bucket", "data-"), "trainyard:storage.bucket", '"data-"', "does not start and end with a letter or digit"),
-    (_set("trainyard:storage", "bucket", "a." + "b" * 64), "trainyard:storage.bucket", "", "has a part of 64 characters between dots"),
-    (_set("trainyard:cluster", "systemPool", "minNodes", 6), "trainyard:cluster.systemPool.minNodes", "6", "is above trainyard:cluster.systemPool.maxNodes 5 (allowed: 0 to 5)"),
-    (_set("trainyard:gpuPools", 0, "minNodes", 11), "trainyard:gpuPools[0].minNodes", "11", "is above trainyard:gpuPools[0].maxNodes 10"),
-    (_set("trainyard:tpuSlices", 0, "count", True), "trainyard:tpuSlices[0].count", "true", "a boolean is not a number"),
+    (
+        _set("trainyard:storage", "bucket", "data-"),
+        "trainyard:storage.bucket",
+        '"data-"',
+        "does not start and end with a letter or digit",
+    ),
+    (
+        _set("trainyard:storage", "bucket", "a." + "b" * 64),
+        "trainyard:storage.bucket",
+        "",
+        "has a part of 64 characters between dots",
+    ),
+    (
+        _set("trainyard:cluster", "systemPool", "minNodes", 6),
+        "trainyard:cluster.systemPool.minNodes",
+        "6",
+        "is above trainyard:cluster.systemPool.maxNodes 5 (allowed: 0 to 5)",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "minNodes", 11),
+        "trainyard:gpuPools[0].minNodes",
+        "11",
+        "is above trainyard:gpuPools[0].maxNodes 10",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "count", True),
+        "trainyard:tpuSlices[0].count",
+        "true",
+        "a boolean is not a number",
+    ),
     (_set("trainyard:network", "mtu", False), "trainyard:network.mtu", "false", "a boolean is not a number"),
-    (_set("trainyard:storage", "namespace", "default"), "trainyard:storage.namespace", '"default"', "belongs to Kubernetes"),
-    (_set("trainyard:storage", "namespace", "kube-jobs"), "trainyard:storage.namespace", '"kube-jobs"', "belongs to Kubernetes"),
-    (_set("trainyard:storage", "namespace", "kueue-system"), "trainyard:storage.namespace", '"kueue-system"', "is Kueue's namespace"),
-    (_set("trainyard:kueue", "namespace", "kube-system"), "trainyard:kueue.namespace", '"kube-system"', "belongs to Kubernetes"),
-    (_set("trainyard:tpuSlices", 0, "name", "s" * 39), "trainyard:tpuSlices[0].name", "", f"gives node pool '{'s' * 39}-0', which has 41 characters, more than 40"),
+    (
+        _set("trainyard:storage", "namespace", "default"),
+        "trainyard:storage.namespace",
+        '"default"',
+        "belongs to Kubernetes",
+    ),
+    (
+        _set("trainyard:storage", "namespace", "kube-jobs"),
+        "trainyard:storage.namespace",
+        '"kube-jobs"',
+        "belongs to Kubernetes",
+    ),
+    (
+        _set("trainyard:storage", "namespace", "kueue-system"),
+        "trainyard:storage.namespace",
+        '"kueue-system"',
+        "is Kueue's namespace",
+    ),
+    (
+        _set("trainyard:kueue", "namespace", "kube-system"),
+        "trainyard:kueue.namespace",
+        '"kube-system"',
+        "belongs to Kubernetes",
+    ),
+    (
+        _set("trainyard:tpuSlices", 0, "name", "s" * 39),
+        "trainyard:tpuSlices[0].name",
+        "",
+        f"gives node pool '{'s' * 39}-0', which has 41 characters, more than 40",
+    ),
     (_delete("gcp:project"), "gcp:project", "", "is required but not set"),
-    (_set("trainyard:tpuslices", []), "trainyard:tpuslices", "", "not a known key (allowed: gcp:project, gcp:region, trainyard:zone"),
+    (
+        _set("trainyard:tpuslices", []),
+        "trainyard:tpuslices",
+        "",
+        "not a known key (allowed: gcp:project, gcp:region, trainyard:zone",
+    ),
 ]
 
 
@@ -165,12 +359,16 @@ def test_every_pattern_of_the_config_is_explained_in_words():
 
 
 def test_messages_show_values_as_written_and_patterns_in_words():
-    values = {"gcp:project": "my-proj-1", "gcp:region": "us-east5", "trainyard:zone": "us-east5-b",
-              "trainyard:cluster": {"name": "Zürich"}}
+    values = {
+        "gcp:project": "my-proj-1",
+        "gcp:region": "us-east5",
+        "trainyard:zone": "us-east5-b",
+        "trainyard:cluster": {"name": "Zürich"},
+    }
     with pytest.raises(ConfigError) as caught:
         load(values)
     assert str(caught.value) == (
-        'trainyard:cluster.name: "Zürich" is not allowed (allowed: lowercase letters, digits and \'-\', '
+        "trainyard:cluster.name: \"Zürich\" is not allowed (allowed: lowercase letters, digits and '-', "
         "starting with a letter and ending with a letter or digit)"
     )
 

@@ -21,8 +21,11 @@ def _leaf_fields(model, seen=None):
 
 
 def test_every_config_key_is_described():
-    undescribed = [f"{model}.{name}" for model, name, field in _leaf_fields(StackConfig)
-                   if not field.description and name != "stack"]
+    undescribed = [
+        f"{model}.{name}"
+        for model, name, field in _leaf_fields(StackConfig)
+        if not field.description and name != "stack"
+    ]
     assert undescribed == []
 
 

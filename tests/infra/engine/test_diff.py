@@ -28,7 +28,11 @@ def test_identical_plans_have_no_changes():
 def test_a_resource_moved_under_an_alias_is_neither_added_nor_removed():
     stack = fx.good_stack()
     network = fx.by_name(stack, "trainyard-dev-dcn-1")
-    moved = {**fx.changed(network, "mtu", 1500.0), "urn": network["urn"].replace("::trainyard-dev-dcn-1", "-new::trainyard-dev-dcn-1")}
+    moved = {
+        **fx.changed(network, "mtu", 1500.0),
+        "urn": network["urn"].replace("::trainyard-dev-dcn-1", "-new::trainyard-dev-dcn-1"),
+    }
+
     def head_with(resource):
         return fx.plan([resource if item is network else item for item in stack])
 
@@ -44,11 +48,16 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
     result = diff.compare(fx.plan(fx.good_stack()), edited("trainyard-dev-dcn-1", "mtu", 1500.0))
     (change,) = result.changed
     assert (change.name, [(c.path, c.old, c.new, c.replaces) for c in change.changes]) == (
-        "trainyard-dev-dcn-1", [("mtu", 8896.0, 1500.0, False)]
+        "trainyard-dev-dcn-1",
+        [("mtu", 8896.0, 1500.0, False)],
     )
     assert [v.policy for v in result.new_verdicts] == ["accelerator-vpc-mtu"] and result.resolved_verdicts == []
     markdown = diff.render_markdown(result, "main")
-    assert "| property | old | new | effect |" in markdown and "| `mtu` | `8896` | `1500` |" in markdown and "accelerator-vpc-mtu" in markdown
+    assert (
+        "| property | old | new | effect |" in markdown
+        and "| `mtu` | `8896` | `1500` |" in markdown
+        and "accelerator-vpc-mtu" in markdown
+    )
     assert "[!CAUTION]" not in markdown
 
 
@@ -56,7 +65,12 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
     ("name", "path", "value", "replaced"),
     [
         ("v6e-16-0", "placementPolicy.tpuTopology", "2x4", True),
-        ("gpu-nodepool-dws", "nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion", "LATEST", True),
+        (
+            "gpu-nodepool-dws",
+            "nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion",
+            "LATEST",
+            True,
+        ),
         ("gpu-nodepool-dws", "nodeConfig.spot", True, True),
         ("gpu-nodepool-dws", "queuedProvisioning.enabled", False, True),
         ("v6e-16-0", "location", "us-east5-a", True),

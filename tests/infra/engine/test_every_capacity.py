@@ -15,7 +15,11 @@ from components.facts import gke, topology
 from preflight.__main__ import check
 
 V6E = topology.tpu_generation("v6e")
-SHAPES = [(shape, machine_type) for shape, machine_types in V6E.machine_types_by_topology.items() for machine_type in machine_types]
+SHAPES = [
+    (shape, machine_type)
+    for shape, machine_types in V6E.machine_types_by_topology.items()
+    for machine_type in machine_types
+]
 
 
 def capacity_fields(capacity: str) -> dict[str, Any]:
@@ -68,7 +72,8 @@ def test_groups_of_one_shape_on_different_capacity_each_get_a_flavor_of_their_ow
             for name, count, capacity in (("od", 2, "onDemand"), ("sp", 1, "spot"), ("rs", 1, "reservation"))
         ]
         values["trainyard:gpuPools"] = [
-            {"name": name, "maxNodes": 2, **capacity_fields(capacity)} for name, capacity in (("a4-dws", "dwsQueued"), ("a4-od", "onDemand"))
+            {"name": name, "maxNodes": 2, **capacity_fields(capacity)}
+            for name, capacity in (("a4-dws", "dwsQueued"), ("a4-od", "onDemand"))
         ]
         seed_jobs_off_smoke_on(values)
 
@@ -80,10 +85,19 @@ def test_groups_of_one_shape_on_different_capacity_each_get_a_flavor_of_their_ow
     }
     selected = {}
     for flavor in (m for m in plan.manifests if m["kind"] == "ResourceFlavor"):
-        wanted = {k: v for k, v in flavor["spec"]["nodeLabels"].items() if k.startswith("trainyard/") or k == gke.NODE_POOL_LABEL}
+        wanted = {
+            k: v
+            for k, v in flavor["spec"]["nodeLabels"].items()
+            if k.startswith("trainyard/") or k == gke.NODE_POOL_LABEL
+        }
         selected[flavor["metadata"]["name"]] = sorted(
             name for name, labels in pool_labels.items() if wanted.items() <= labels.items()
         )
     assert selected == {
-        "od": ["od-0", "od-1"], "sp": ["sp-0"], "rs": ["rs-0"], "a4-dws": ["a4-dws"], "a4-od": ["a4-od"], "system": ["system"],
+        "od": ["od-0", "od-1"],
+        "sp": ["sp-0"],
+        "rs": ["rs-0"],
+        "a4-dws": ["a4-dws"],
+        "a4-od": ["a4-od"],
+        "system": ["system"],
     }

@@ -16,7 +16,16 @@ def test_dev_and_everything_on_plans_have_no_schema_problems(dev_plan, plan_with
     assert check_manifests(dev_plan.manifests, "1.35") == SchemaCheck([], [])
     full = plan_with(everything_on)
     kinds = {m["kind"] for m in full.manifests}
-    assert {"RayCluster", "RayJob", "Job", "ResourceClaimTemplate", "ClusterQueue", "Network", "DaemonSet", "ConfigMap"} <= kinds
+    assert {
+        "RayCluster",
+        "RayJob",
+        "Job",
+        "ResourceClaimTemplate",
+        "ClusterQueue",
+        "Network",
+        "DaemonSet",
+        "ConfigMap",
+    } <= kinds
     assert check_manifests(full.manifests, "1.35") == SchemaCheck([], [])
 
 
@@ -82,49 +91,95 @@ def maxtext(values, index=0):
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (lambda v: maxtext(v).update(extraArgs={"ici_tensor_parallelism": "3"}),
-         ('trainyard:jobs.maxtext[0].extraArgs.ici_tensor_parallelism: "3" is a mesh size '
-         "(allowed: set it as trainyard:jobs.maxtext[0].ici.tensor)")),
-        (lambda v: maxtext(v).update(extraArgs={"mesh_axes": "[data,fsdp]"}, ici={"tensor": 4}),
-         "MaxText's mesh_axes (data, fsdp) have no 'tensor' axis, so MaxText would ignore it"),
-        (lambda v: maxtext(v).update(slices="v6e-64"),
-         'trainyard:jobs.maxtext[0].slices: "v6e-64" is not a trainyard:tpuSlices name (allowed: v6e-16)'),
-        (lambda v: maxtext(v).update(ici={"tensor": 3}),
-         ('trainyard:jobs.maxtext[0].ici: {"tensor": 3} cannot run: ici_fsdp_parallelism=-1 cannot be filled in: '
-          "ici_tensor_parallelism=3 multiplies to 3, which does not divide the job's 16 chips per slice; "
-          "allowed are ici_* sizes whose product divides 16")),
-        (lambda v: maxtext(v).update(ici={"tensor": 4, "fsdp": 2}),
-         ("ici_fsdp_parallelism=2 x ici_tensor_parallelism=4 multiplies to 8, but the job has 16 chips per slice: "
-         "allowed are ici_* sizes whose product is 16")),
-        (lambda v: maxtext(v).update(ici={"tensr": 4}),
-         'trainyard:jobs.maxtext[0].ici.tensr: 4 is not a MaxText mesh axis (allowed: diloco, data'),
-        (lambda v: maxtext(v).update(dcn={"fsdp": 4}),
-         ('trainyard:jobs.maxtext[0].dcn: {"fsdp": 4} cannot run: dcn_data_parallelism=-1 cannot be filled in: '
-         "dcn_fsdp_parallelism=4 multiplies to 4, which does not divide the job's 2 slices")),
-        (lambda v: maxtext(v).update(dcn={"data": 2}, minSlices=1),
-         ('trainyard:jobs.maxtext[0].dcn: {"data": 2} cannot run: dcn_data_parallelism=2 multiplies to 2, but the job '
-         "has 1 slices: allowed are dcn_* sizes whose product is 1, or one dcn_* axis at -1 for MaxText to fill in "
-         "(the job is elastic over 1..2 slices and fails at 1")),
-        (lambda v: maxtext(v).update(maxSlices=3),
-         'trainyard:jobs.maxtext[0].maxSlices: 3 is more than the 2 slices of v6e-16 (allowed: 1 to 2)'),
-        (lambda v: maxtext(v).update(minSlices=2, maxSlices=1),
-         "trainyard:jobs.maxtext[0].minSlices: 2 is above maxSlices (allowed: 1 to 1)"),
-        (lambda v: v["trainyard:jobs"]["fsdp"][0].update(pool="a3-pool"),
-         'trainyard:jobs.fsdp[0].pool: "a3-pool" is not a trainyard:gpuPools name (allowed: gpu-nodepool-dws)'),
-        (lambda v: v["trainyard:jobs"]["fsdp"][0].update(nodes=11),
-         "trainyard:jobs.fsdp[0].nodes: 11 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)"),
-        (lambda v: maxtext(v, 1).update(name="llama3-8b", enabled=True),
-         'trainyard:jobs.maxtext[1].name: "llama3-8b" is already the name of trainyard:jobs.maxtext[0].name'),
-        (lambda v: v["trainyard:jobs"]["smoke"].update(enabled=True, ncclNodes=12),
-         "trainyard:jobs.smoke.ncclNodes: 12 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)"),
-        (lambda v: v["trainyard:tpuSlices"].append({"name": "more", "topology": "4x4"}),
-         'trainyard:tpuSlices[1].topology: "4x4" has the generation and capacity of trainyard:tpuSlices[0] too'),
-        (lambda v: v["trainyard:cluster"]["systemPool"].update(machineType="m1-ultramem-40"),
-         'trainyard:cluster.systemPool.machineType: "m1-ultramem-40" has no known vCPU/memory shape'),
-        (lambda v: maxtext(v).update(stepz=5),
-         "trainyard:jobs.maxtext[0].stepz: is not a known key (allowed: name, enabled, slices, modelName, steps"),
-        (lambda v: v["trainyard:kueue"].update(version="0.19.2"),
-         'trainyard:kueue.version: "0.19.2" is not allowed (allowed: a release tag such as v0.19.2)'),
+        (
+            lambda v: maxtext(v).update(extraArgs={"ici_tensor_parallelism": "3"}),
+            (
+                'trainyard:jobs.maxtext[0].extraArgs.ici_tensor_parallelism: "3" is a mesh size '
+                "(allowed: set it as trainyard:jobs.maxtext[0].ici.tensor)"
+            ),
+        ),
+        (
+            lambda v: maxtext(v).update(extraArgs={"mesh_axes": "[data,fsdp]"}, ici={"tensor": 4}),
+            "MaxText's mesh_axes (data, fsdp) have no 'tensor' axis, so MaxText would ignore it",
+        ),
+        (
+            lambda v: maxtext(v).update(slices="v6e-64"),
+            'trainyard:jobs.maxtext[0].slices: "v6e-64" is not a trainyard:tpuSlices name (allowed: v6e-16)',
+        ),
+        (
+            lambda v: maxtext(v).update(ici={"tensor": 3}),
+            (
+                'trainyard:jobs.maxtext[0].ici: {"tensor": 3} cannot run: ici_fsdp_parallelism=-1 cannot be filled in: '
+                "ici_tensor_parallelism=3 multiplies to 3, which does not divide the job's 16 chips per slice; "
+                "allowed are ici_* sizes whose product divides 16"
+            ),
+        ),
+        (
+            lambda v: maxtext(v).update(ici={"tensor": 4, "fsdp": 2}),
+            (
+                "ici_fsdp_parallelism=2 x ici_tensor_parallelism=4 multiplies to 8, but the job has 16 chips per slice: "
+                "allowed are ici_* sizes whose product is 16"
+            ),
+        ),
+        (
+            lambda v: maxtext(v).update(ici={"tensr": 4}),
+            "trainyard:jobs.maxtext[0].ici.tensr: 4 is not a MaxText mesh axis (allowed: diloco, data",
+        ),
+        (
+            lambda v: maxtext(v).update(dcn={"fsdp": 4}),
+            (
+                'trainyard:jobs.maxtext[0].dcn: {"fsdp": 4} cannot run: dcn_data_parallelism=-1 cannot be filled in: '
+                "dcn_fsdp_parallelism=4 multiplies to 4, which does not divide the job's 2 slices"
+            ),
+        ),
+        (
+            lambda v: maxtext(v).update(dcn={"data": 2}, minSlices=1),
+            (
+                'trainyard:jobs.maxtext[0].dcn: {"data": 2} cannot run: dcn_data_parallelism=2 multiplies to 2, but the job '
+                "has 1 slices: allowed are dcn_* sizes whose product is 1, or one dcn_* axis at -1 for MaxText to fill in "
+                "(the job is elastic over 1..2 slices and fails at 1"
+            ),
+        ),
+        (
+            lambda v: maxtext(v).update(maxSlices=3),
+            "trainyard:jobs.maxtext[0].maxSlices: 3 is more than the 2 slices of v6e-16 (allowed: 1 to 2)",
+        ),
+        (
+            lambda v: maxtext(v).update(minSlices=2, maxSlices=1),
+            "trainyard:jobs.maxtext[0].minSlices: 2 is above maxSlices (allowed: 1 to 1)",
+        ),
+        (
+            lambda v: v["trainyard:jobs"]["fsdp"][0].update(pool="a3-pool"),
+            'trainyard:jobs.fsdp[0].pool: "a3-pool" is not a trainyard:gpuPools name (allowed: gpu-nodepool-dws)',
+        ),
+        (
+            lambda v: v["trainyard:jobs"]["fsdp"][0].update(nodes=11),
+            "trainyard:jobs.fsdp[0].nodes: 11 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)",
+        ),
+        (
+            lambda v: maxtext(v, 1).update(name="llama3-8b", enabled=True),
+            'trainyard:jobs.maxtext[1].name: "llama3-8b" is already the name of trainyard:jobs.maxtext[0].name',
+        ),
+        (
+            lambda v: v["trainyard:jobs"]["smoke"].update(enabled=True, ncclNodes=12),
+            "trainyard:jobs.smoke.ncclNodes: 12 is more than pool gpu-nodepool-dws's maxNodes (allowed: 1 to 10)",
+        ),
+        (
+            lambda v: v["trainyard:tpuSlices"].append({"name": "more", "topology": "4x4"}),
+            'trainyard:tpuSlices[1].topology: "4x4" has the generation and capacity of trainyard:tpuSlices[0] too',
+        ),
+        (
+            lambda v: v["trainyard:cluster"]["systemPool"].update(machineType="m1-ultramem-40"),
+            'trainyard:cluster.systemPool.machineType: "m1-ultramem-40" has no known vCPU/memory shape',
+        ),
+        (
+            lambda v: maxtext(v).update(stepz=5),
+            "trainyard:jobs.maxtext[0].stepz: is not a known key (allowed: name, enabled, slices, modelName, steps",
+        ),
+        (
+            lambda v: v["trainyard:kueue"].update(version="0.19.2"),
+            'trainyard:kueue.version: "0.19.2" is not allowed (allowed: a release tag such as v0.19.2)',
+        ),
     ],
 )
 def test_job_config_mistakes_name_key_value_and_allowed(edit, expected):

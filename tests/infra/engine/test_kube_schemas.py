@@ -43,6 +43,7 @@ def setting(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def mutate(obj: dict[str, Any]) -> None:
         container, last = _walk_to(obj, path)
         container[last] = value
+
     return mutate
 
 
@@ -50,6 +51,7 @@ def renaming(path: str, new_name: str) -> Callable[[dict[str, Any]], None]:
     def mutate(obj: dict[str, Any]) -> None:
         container, last = _walk_to(obj, path)
         container[new_name] = container.pop(last)
+
     return mutate
 
 
@@ -57,6 +59,7 @@ def deleting(path: str) -> Callable[[dict[str, Any]], None]:
     def mutate(obj: dict[str, Any]) -> None:
         container, last = _walk_to(obj, path)
         del container[last]
+
     return mutate
 
 
@@ -81,82 +84,186 @@ def test_all_valid_objects_together_and_problem_format() -> None:
 MISTAKES = [
     # (object, mutation, expected path, expected reason pattern)
     # built-in kinds
-    ("Job", renaming("spec.template.spec.restartPolicy", "restartPolcy"), "spec.template.spec.restartPolcy",
-     "additional property 'restartPolcy' is not allowed"),
+    (
+        "Job",
+        renaming("spec.template.spec.restartPolicy", "restartPolcy"),
+        "spec.template.spec.restartPolcy",
+        "additional property 'restartPolcy' is not allowed",
+    ),
     ("Job", setting("spec.parallelism", "2"), "spec.parallelism", "expected integer or null, got string"),
     ("Job", setting("spec.parallelism", 2.5), "spec.parallelism", "expected integer or null, got number 2.5"),
     ("Job", deleting("spec.template"), "spec.template", "required property 'template' is missing"),
     ("Job", setting("metadata.name", "FSDP_llama"), "metadata.name", "not a valid lowercase RFC 1123 subdomain"),
-    ("Job", setting("spec.template.spec.containers[0].resources.limits", {"nvidia.com/gpu": "eight"}),
-     'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]', '"eight" is not a Kubernetes quantity'),
-    ("Job", setting("spec.template.spec.containers[0].resources.limits", {"memory": "16 Gi"}),
-     "spec.template.spec.containers[0].resources.limits.memory", '"16 Gi" is not a Kubernetes quantity'),
-    ("Job", setting("metadata.labels", {"kueue.x-k8s.io/queue-name": "not a label value"}),
-     'metadata.labels["kueue.x-k8s.io/queue-name"]', "invalid label value"),
+    (
+        "Job",
+        setting("spec.template.spec.containers[0].resources.limits", {"nvidia.com/gpu": "eight"}),
+        'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]',
+        '"eight" is not a Kubernetes quantity',
+    ),
+    (
+        "Job",
+        setting("spec.template.spec.containers[0].resources.limits", {"memory": "16 Gi"}),
+        "spec.template.spec.containers[0].resources.limits.memory",
+        '"16 Gi" is not a Kubernetes quantity',
+    ),
+    (
+        "Job",
+        setting("metadata.labels", {"kueue.x-k8s.io/queue-name": "not a label value"}),
+        'metadata.labels["kueue.x-k8s.io/queue-name"]',
+        "invalid label value",
+    ),
     ("Service", renaming("spec.clusterIP", "clusterIp"), "spec.clusterIp", "did you mean 'clusterIP'"),
     ("Service", deleting("spec.ports[0].port"), "spec.ports[0].port", "required property 'port' is missing"),
     # "1-headless" is a valid DNS subdomain but Services need an RFC 1035 label (starts with a letter)
     ("Service", setting("metadata.name", "1-headless"), "metadata.name", "RFC 1035 label"),
-    ("DaemonSet", renaming("spec.template.spec.hostNetwork", "hostNetwerk"), "spec.template.spec.hostNetwerk",
-     "additional property"),
+    (
+        "DaemonSet",
+        renaming("spec.template.spec.hostNetwork", "hostNetwerk"),
+        "spec.template.spec.hostNetwerk",
+        "additional property",
+    ),
     ("DaemonSet", deleting("spec.selector"), "spec.selector", "required property 'selector' is missing"),
-    ("DaemonSet", setting("spec.template.spec.volumes[0].hostPath.path", 5), "spec.template.spec.volumes[0].hostPath.path",
-     "expected string, got number 5"),
-    ("ResourceClaimTemplate", renaming("spec.spec.devices.requests[0].exactly.allocationMode", "allocationmode"),
-     "spec.spec.devices.requests[0].exactly.allocationmode", "did you mean 'allocationMode'"),
-    ("ResourceClaimTemplate", setting("spec.spec.devices.requests[0].exactly.count", "2"),
-     "spec.spec.devices.requests[0].exactly.count", "expected integer or null, got string"),
-    ("ResourceClaimTemplate", deleting("spec.spec.devices.requests[0].exactly.deviceClassName"),
-     "spec.spec.devices.requests[0].exactly.deviceClassName", "required property 'deviceClassName' is missing"),
+    (
+        "DaemonSet",
+        setting("spec.template.spec.volumes[0].hostPath.path", 5),
+        "spec.template.spec.volumes[0].hostPath.path",
+        "expected string, got number 5",
+    ),
+    (
+        "ResourceClaimTemplate",
+        renaming("spec.spec.devices.requests[0].exactly.allocationMode", "allocationmode"),
+        "spec.spec.devices.requests[0].exactly.allocationmode",
+        "did you mean 'allocationMode'",
+    ),
+    (
+        "ResourceClaimTemplate",
+        setting("spec.spec.devices.requests[0].exactly.count", "2"),
+        "spec.spec.devices.requests[0].exactly.count",
+        "expected integer or null, got string",
+    ),
+    (
+        "ResourceClaimTemplate",
+        deleting("spec.spec.devices.requests[0].exactly.deviceClassName"),
+        "spec.spec.devices.requests[0].exactly.deviceClassName",
+        "required property 'deviceClassName' is missing",
+    ),
     ("Secret", setting("data.token", "hf_plaintext!"), "data.token", "not base64-encoded data"),
     ("Secret", renaming("data", "stringdata"), "stringdata", "did you mean 'stringData'"),
     ("Namespace", setting("metadata.name", "Trainyard"), "metadata.name", "RFC 1123 label"),
     ("Namespace", setting("metadata.name", "team.trainyard"), "metadata.name", "RFC 1123 label"),
-    ("ServiceAccount", setting("automountServiceAccountToken", "yes"), "automountServiceAccountToken",
-     "expected boolean or null, got string"),
+    (
+        "ServiceAccount",
+        setting("automountServiceAccountToken", "yes"),
+        "automountServiceAccountToken",
+        "expected boolean or null, got string",
+    ),
     ("ServiceAccount", setting("metadata.namespace", "Trainyard"), "metadata.namespace", "RFC 1123 label"),
     # custom resources
-    ("RayCluster", setting("spec.workerGroupSpecs[0].replicas", "2"), "spec.workerGroupSpecs[0].replicas",
-     "expected integer, got string"),
-    ("RayCluster", setting("spec.workerGroupSpecs[0].replicas", 2.5), "spec.workerGroupSpecs[0].replicas",
-     "expected integer, got number 2.5"),
+    (
+        "RayCluster",
+        setting("spec.workerGroupSpecs[0].replicas", "2"),
+        "spec.workerGroupSpecs[0].replicas",
+        "expected integer, got string",
+    ),
+    (
+        "RayCluster",
+        setting("spec.workerGroupSpecs[0].replicas", 2.5),
+        "spec.workerGroupSpecs[0].replicas",
+        "expected integer, got number 2.5",
+    ),
     ("RayCluster", deleting("spec.headGroupSpec"), "spec.headGroupSpec", "required property 'headGroupSpec'"),
-    ("RayCluster", deleting("spec.workerGroupSpecs[0].groupName"), "spec.workerGroupSpecs[0].groupName",
-     "required property 'groupName'"),
+    (
+        "RayCluster",
+        deleting("spec.workerGroupSpecs[0].groupName"),
+        "spec.workerGroupSpecs[0].groupName",
+        "required property 'groupName'",
+    ),
     ("RayCluster", setting("metadata.name", "MaxText"), "metadata.name", "RFC 1123 subdomain"),
     ("RayCluster", renaming("metadata.namespace", "namspace"), "metadata.namspace", "did you mean 'namespace'"),
     # the seed ray-tpu-first-class.txt writes `value: true` unquoted: env values must be strings
-    ("RayCluster", setting("spec.workerGroupSpecs[0].template.spec.containers[0].env[3].value", True),
-     "spec.workerGroupSpecs[0].template.spec.containers[0].env[3].value", "expected string, got boolean true"),
-    ("RayCluster", setting("spec.workerGroupSpecs[0].template.spec.containers[0].env[1].name", "MEGASCALE_NUM_SLICES"),
-     "spec.workerGroupSpecs[0].template.spec.containers[0].env[1]", "duplicate key"),
-    ("RayCluster", setting("spec.headGroupSpec.template.metadata.labels", {"app": "-ray-"}),
-     'spec.headGroupSpec.template.metadata.labels.app', "invalid label value '-ray-'"),
-    ("RayJob", renaming("spec.shutdownAfterJobFinishes", "shutdownAfterJobFinish"), "spec.shutdownAfterJobFinish",
-     "did you mean 'shutdownAfterJobFinishes'"),
-    ("RayJob", setting("spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts", "4"),
-     "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts", "expected integer, got string"),
-    ("RayJob", deleting("spec.rayClusterSpec.workerGroupSpecs[0].template"),
-     "spec.rayClusterSpec.workerGroupSpecs[0].template", "required property 'template'"),
-    ("RayJob", setting("metadata.annotations", {"pulumi.com/": "true"}), 'metadata.annotations["pulumi.com/"]',
-     "invalid annotation key"),
+    (
+        "RayCluster",
+        setting("spec.workerGroupSpecs[0].template.spec.containers[0].env[3].value", True),
+        "spec.workerGroupSpecs[0].template.spec.containers[0].env[3].value",
+        "expected string, got boolean true",
+    ),
+    (
+        "RayCluster",
+        setting("spec.workerGroupSpecs[0].template.spec.containers[0].env[1].name", "MEGASCALE_NUM_SLICES"),
+        "spec.workerGroupSpecs[0].template.spec.containers[0].env[1]",
+        "duplicate key",
+    ),
+    (
+        "RayCluster",
+        setting("spec.headGroupSpec.template.metadata.labels", {"app": "-ray-"}),
+        "spec.headGroupSpec.template.metadata.labels.app",
+        "invalid label value '-ray-'",
+    ),
+    (
+        "RayJob",
+        renaming("spec.shutdownAfterJobFinishes", "shutdownAfterJobFinish"),
+        "spec.shutdownAfterJobFinish",
+        "did you mean 'shutdownAfterJobFinishes'",
+    ),
+    (
+        "RayJob",
+        setting("spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts", "4"),
+        "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts",
+        "expected integer, got string",
+    ),
+    (
+        "RayJob",
+        deleting("spec.rayClusterSpec.workerGroupSpecs[0].template"),
+        "spec.rayClusterSpec.workerGroupSpecs[0].template",
+        "required property 'template'",
+    ),
+    (
+        "RayJob",
+        setting("metadata.annotations", {"pulumi.com/": "true"}),
+        'metadata.annotations["pulumi.com/"]',
+        "invalid annotation key",
+    ),
     # v1beta1 spellings are errors in v1beta2
     ("ClusterQueue", renaming("spec.cohortName", "cohort"), "spec.cohort", "additional property 'cohort'"),
     ("ClusterQueue", setting("spec.admissionChecks", ["dws-prov"]), "spec.admissionChecks", "additional property"),
-    ("ClusterQueue", setting("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "lots"),
-     "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", '"lots" is not a Kubernetes quantity'),
-    ("ClusterQueue", deleting("spec.resourceGroups[0].coveredResources"), "spec.resourceGroups[0].coveredResources",
-     "required property 'coveredResources'"),
+    (
+        "ClusterQueue",
+        setting("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "lots"),
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+        '"lots" is not a Kubernetes quantity',
+    ),
+    (
+        "ClusterQueue",
+        deleting("spec.resourceGroups[0].coveredResources"),
+        "spec.resourceGroups[0].coveredResources",
+        "required property 'coveredResources'",
+    ),
     ("ResourceFlavor", renaming("spec.nodeLabels", "nodeLabel"), "spec.nodeLabel", "did you mean 'nodeLabels'"),
-    ("ResourceFlavor", setting("spec.nodeLabels", {"cloud.google.com/gke-tpu-topology": 4}),
-     'spec.nodeLabels["cloud.google.com/gke-tpu-topology"]', "expected string, got number 4"),
-    ("AdmissionCheck", setting("spec.parameters.kind", "Provisioning_RequestConfig"), "spec.parameters.kind",
-     "does not match"),
+    (
+        "ResourceFlavor",
+        setting("spec.nodeLabels", {"cloud.google.com/gke-tpu-topology": 4}),
+        'spec.nodeLabels["cloud.google.com/gke-tpu-topology"]',
+        "expected string, got number 4",
+    ),
+    (
+        "AdmissionCheck",
+        setting("spec.parameters.kind", "Provisioning_RequestConfig"),
+        "spec.parameters.kind",
+        "does not match",
+    ),
     ("AdmissionCheck", deleting("spec.controllerName"), "spec.controllerName", "required property 'controllerName'"),
-    ("ProvisioningRequestConfig", setting("spec.managedResources", "nvidia.com/gpu"), "spec.managedResources",
-     "expected array, got string"),
-    ("ProvisioningRequestConfig", deleting("spec.provisioningClassName"), "spec.provisioningClassName",
-     "required property 'provisioningClassName'"),
+    (
+        "ProvisioningRequestConfig",
+        setting("spec.managedResources", "nvidia.com/gpu"),
+        "spec.managedResources",
+        "expected array, got string",
+    ),
+    (
+        "ProvisioningRequestConfig",
+        deleting("spec.provisioningClassName"),
+        "spec.provisioningClassName",
+        "required property 'provisioningClassName'",
+    ),
     ("LocalQueue", renaming("spec.clusterQueue", "clusterqueue"), "spec.clusterqueue", "did you mean 'clusterQueue'"),
     ("LocalQueue", setting("spec.clusterQueue", "Cluster_Queue"), "spec.clusterQueue", "does not match"),
     ("GKENetworkParamSet", setting("spec.deviceMode", "Rdma"), "spec.deviceMode", "is not one of"),
@@ -169,17 +276,34 @@ MISTAKES = [
     ("Job", setting("apiVersion", "batch/v2"), "apiVersion", "unknown apiVersion 'batch/v2' .*batch serves: v1"),
     ("ResourceClaimTemplate", setting("apiVersion", "resource.k8s.io/v2"), "apiVersion", "resource.k8s.io serves: v1,"),
     ("Secret", setting("kind", "Secrets"), "kind", "did you mean 'Secret'"),
-    ("RayCluster", setting("kind", "RayClustr"), "kind", "unknown kind 'RayClustr' in ray.io/v1; known kinds: RayCluster, RayJob"),
+    (
+        "RayCluster",
+        setting("kind", "RayClustr"),
+        "kind",
+        "unknown kind 'RayClustr' in ray.io/v1; known kinds: RayCluster, RayJob",
+    ),
     ("RayCluster", setting("kind", "Raycluster"), "kind", "did you mean 'RayCluster'"),
-    ("RayJob", setting("apiVersion", "ray.io/v2"), "apiVersion", "unknown apiVersion 'ray.io/v2'; ray.io serves: v1, v1alpha1"),
-    ("ClusterQueue", setting("apiVersion", "kueue.x-k8s.io/v1beta3"), "apiVersion", "kueue.x-k8s.io serves: v1beta1, v1beta2"),
+    (
+        "RayJob",
+        setting("apiVersion", "ray.io/v2"),
+        "apiVersion",
+        "unknown apiVersion 'ray.io/v2'; ray.io serves: v1, v1alpha1",
+    ),
+    (
+        "ClusterQueue",
+        setting("apiVersion", "kueue.x-k8s.io/v1beta3"),
+        "apiVersion",
+        "kueue.x-k8s.io serves: v1beta1, v1beta2",
+    ),
     ("Network", setting("apiVersion", "networking.gke.io/v2"), "apiVersion", "networking.gke.io serves: v1"),
     ("Network", setting("apiVersion", "networking.example.com/v1"), "apiVersion", "no CRD schemas for group"),
 ]
 
 
 @pytest.mark.parametrize(("kind", "mutate", "path", "reason"), MISTAKES, ids=[f"{m[0]}:{m[2]}" for m in MISTAKES])
-def test_each_kind_of_mistake_is_caught(kind: str, mutate: Callable[[dict[str, Any]], None], path: str, reason: str) -> None:
+def test_each_kind_of_mistake_is_caught(
+    kind: str, mutate: Callable[[dict[str, Any]], None], path: str, reason: str
+) -> None:
     manifest = fx.VALID_OBJECTS[kind]()
     mutate(manifest)
     problems = _problems(manifest)
@@ -193,7 +317,9 @@ def test_every_mistake_in_an_object_is_reported_not_only_the_first() -> None:
     job["spec"]["template"]["spec"]["containers"][0]["imagePullPolice"] = "Always"
     job["metadata"]["name"] = "FSDP"
     assert sorted(p.path for p in _problems(job)) == [
-        "metadata.name", "spec.parallelism", "spec.template.spec.containers[0].imagePullPolice",
+        "metadata.name",
+        "spec.parallelism",
+        "spec.template.spec.containers[0].imagePullPolice",
     ]
 
 
@@ -295,18 +421,27 @@ def test_the_first_folder_holding_a_schema_wins(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv(CRD_DIR_ENV, f"{tmp_path / 'cache'}:{VENDORED_CRD_DIR}")
     [problem] = check_manifests([fx.resource_flavor()], CLUSTER_VERSION).problems
     assert problem.path == "spec.nodeLabels"
-    assert check_manifests([fx.local_queue()], CLUSTER_VERSION).problems == []  # not in the cache: found in the repository
+    assert (
+        check_manifests([fx.local_queue()], CLUSTER_VERSION).problems == []
+    )  # not in the cache: found in the repository
 
 
-def test_a_pinned_kind_without_its_schema_is_unchecked_not_a_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pinned_kind_without_its_schema_is_unchecked_not_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(CRD_DIR_ENV, str(tmp_path))
     result = check_manifests([fx.ray_cluster(), fx.local_queue(), fx.namespace()], CLUSTER_VERSION)
     assert result.problems == []
-    assert [line.split(":")[0] for line in result.unchecked] == ["RayCluster trainyard/maxtext", "LocalQueue trainyard/trainyard"]
+    assert [line.split(":")[0] for line in result.unchecked] == [
+        "RayCluster trainyard/maxtext",
+        "LocalQueue trainyard/trainyard",
+    ]
     assert f"no schema for RayCluster ray.io/v1 (looked in: {tmp_path})" in result.unchecked[0]
 
 
-def test_an_unchecked_custom_resource_still_gets_its_metadata_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unchecked_custom_resource_still_gets_its_metadata_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(CRD_DIR_ENV, str(tmp_path))
     ray = fx.ray_cluster()
     ray["metadata"]["name"] = "Not_A_DNS_Name"
@@ -328,17 +463,19 @@ def test_an_unpinned_group_is_an_error_even_without_schemas(tmp_path: Path, monk
 
 
 def test_make_strict_closes_objects_drops_defaulted_required_and_fixes_go_regex() -> None:
-    schema = make_strict({
-        "type": "object",
-        "required": ["minReplicas", "groupName"],
-        "properties": {
-            "minReplicas": {"type": "integer", "default": 0},
-            "groupName": {"type": "string", "pattern": "^(?i)[a-z]+$"},
-            "properties": {"type": "object", "properties": {"x": {"type": "string"}}},  # a field named `properties`
-            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-        },
-    })
+    schema = make_strict(
+        {
+            "type": "object",
+            "required": ["minReplicas", "groupName"],
+            "properties": {
+                "minReplicas": {"type": "integer", "default": 0},
+                "groupName": {"type": "string", "pattern": "^(?i)[a-z]+$"},
+                "properties": {"type": "object", "properties": {"x": {"type": "string"}}},  # a field named `properties`
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        }
+    )
     assert schema["additionalProperties"] is False and schema["required"] == ["groupName"]
     assert schema["properties"]["groupName"]["pattern"] == "(?i)^[a-z]+$"
     assert schema["properties"]["properties"]["additionalProperties"] is False
@@ -348,7 +485,9 @@ def test_make_strict_closes_objects_drops_defaulted_required_and_fixes_go_regex(
 
 
 def test_every_crd_schema_is_valid_draft4_only_after_the_go_regex_rewrite() -> None:
-    by_relative_path = {f.relative_to(d): f for d in reversed(crd_search_path()) if d.is_dir() for f in d.glob("*/*/*.json")}
+    by_relative_path = {
+        f.relative_to(d): f for d in reversed(crd_search_path()) if d.is_dir() for f in d.glob("*/*/*.json")
+    }
     assert len(by_relative_path) >= 22
     for file in by_relative_path.values():
         schema = json.loads(file.read_text())
@@ -376,7 +515,12 @@ def test_fetch_reproduces_every_vendored_schema_byte_for_byte(tmp_path: Path) ->
 def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_path: Path) -> None:
     _, pins = fetch_schemas.load_sources()
     network = next(pin for pin in pins if pin.path.endswith("networking.gke.io_networks.yaml"))
-    unserved = {"name": "v1alpha1", "served": False, "storage": False, "schema": {"openAPIV3Schema": {"type": "object"}}}
+    unserved = {
+        "name": "v1alpha1",
+        "served": False,
+        "storage": False,
+        "schema": {"openAPIV3Schema": {"type": "object"}},
+    }
     requested: list[str] = []
 
     def download(url: str) -> str:
@@ -391,10 +535,14 @@ def test_fetch_uses_the_pinned_raw_github_urls_and_skips_unserved_versions(tmp_p
     assert list(schemas) == ["networking.gke.io/v1/network.json"]
 
 
-def test_a_changed_upstream_file_fails_the_hash_check_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_changed_upstream_file_fails_the_hash_check_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sources = json.loads(fetch_schemas.SOURCES_FILE.read_text())
     kueue = next(source for source in sources["sources"] if source["repo"] == "kubernetes-sigs/kueue")
-    kueue["files"] = [entry for entry in kueue["files"] if entry["path"].endswith(("_resourceflavors.yaml", "_localqueues.yaml"))]
+    kueue["files"] = [
+        entry for entry in kueue["files"] if entry["path"].endswith(("_resourceflavors.yaml", "_localqueues.yaml"))
+    ]
     sources["sources"] = [kueue]
     (tmp_path / "sources.json").write_text(json.dumps(sources))
     _, pins = fetch_schemas.load_sources(tmp_path / "sources.json")

@@ -16,7 +16,11 @@ def problems_of(plan) -> list[str]:
 
 
 def resource(plan, kind: str, name: str) -> dict[str, Any]:
-    return next(r for r in plan.to_json()["resources"] if r["type"].endswith(f":{kind}") and r["inputs"]["metadata"]["name"] == name)
+    return next(
+        r
+        for r in plan.to_json()["resources"]
+        if r["type"].endswith(f":{kind}") and r["inputs"]["metadata"]["name"] == name
+    )
 
 
 def test_allocatable_follows_gkes_reservations():
@@ -29,7 +33,9 @@ def test_allocatable_follows_gkes_reservations():
     assert round(topology.node_allocatable("e2-standard-8", 100).ephemeral_storage_bytes / 2**30) == 49
 
 
-@pytest.mark.parametrize(("text", "value"), [("8", 8), ("500m", 0.5), ("16Gi", 16 * 2**30), ("200G", 200e9), (2.0, 2), ("1e3", 1000)])
+@pytest.mark.parametrize(
+    ("text", "value"), [("8", 8), ("500m", 0.5), ("16Gi", 16 * 2**30), ("200G", 200e9), (2.0, 2), ("1e3", 1000)]
+)
 def test_quantities(text, value):
     assert parse_quantity(text) == pytest.approx(value)
 
@@ -41,8 +47,10 @@ def test_the_dev_stack_places_every_pod(dev_plan):
 def test_a_ray_head_asking_for_a_whole_system_node_is_caught(plan_with):
     plan = plan_with(lambda values: values["trainyard:jobs"]["ray"].update(headCpu="8"))
     assert problems_of(plan) == [
-        ("RayJob trainyard/llama3-8b (headGroupSpec): container ray-head requests cpu 8 (pod total 8), but the "
-        "closest pool system (e2-standard-8) has 7.91 allocatable")
+        (
+            "RayJob trainyard/llama3-8b (headGroupSpec): container ray-head requests cpu 8 (pod total 8), but the "
+            "closest pool system (e2-standard-8) has 7.91 allocatable"
+        )
     ]
 
 

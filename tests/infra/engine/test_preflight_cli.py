@@ -24,7 +24,12 @@ def run_preflight(*args, cwd=PROJECT_DIR, crd_dir=None):
     if crd_dir is not None:
         env[CRD_DIR_ENV] = str(crd_dir)
     return subprocess.run(
-        [sys.executable, "-m", "preflight", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "preflight", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
         timeout=120,
     )
 
@@ -50,7 +55,16 @@ def test_json_contract(dev_run):
     assert {"project", "stack", "resources"} <= set(plan)
     assert (plan["project"], plan["stack"]) == ("trainyard", "dev")
     for resource in plan["resources"]:
-        assert set(resource) - {"aliases"} == {"urn", "type", "name", "parent", "custom", "provider", "dependencies", "inputs"}
+        assert set(resource) - {"aliases"} == {
+            "urn",
+            "type",
+            "name",
+            "parent",
+            "custom",
+            "provider",
+            "dependencies",
+            "inputs",
+        }
         assert resource.get("aliases", ["present only when not empty"])
         assert resource["urn"].startswith("urn:pulumi:dev::trainyard::")
     pool = next(r for r in plan["resources"] if r["name"] == "v6e-16-0")
@@ -129,7 +143,9 @@ def test_mandatory_policy_violation_exits_1_naming_the_rule(project_copy):
 
 def test_a_lone_copy_checks_every_custom_resource_with_its_own_schemas(project_copy):
     write_stack(project_copy, "dev", dev_config_values())
-    result = run_preflight("--stack", "dev", "--strict-schemas", "--json", str(project_copy / "p.json"), cwd=project_copy)
+    result = run_preflight(
+        "--stack", "dev", "--strict-schemas", "--json", str(project_copy / "p.json"), cwd=project_copy
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     plan = json.loads((project_copy / "p.json").read_text())
     assert plan["schemaProblems"] == [] and plan["schemaUnchecked"] == []
@@ -165,8 +181,12 @@ def test_dev_plan_passes_every_check(dev_run):
 
 
 def test_a_minimal_stack_file_plans_and_passes(project_copy):
-    minimal = {"gcp:project": "my-proj-1", "gcp:region": "us-east5", "trainyard:zone": "us-east5-b",
-               "trainyard:tpuSlices": [{"name": "v6e", "topology": "2x4"}]}
+    minimal = {
+        "gcp:project": "my-proj-1",
+        "gcp:region": "us-east5",
+        "trainyard:zone": "us-east5-b",
+        "trainyard:tpuSlices": [{"name": "v6e", "topology": "2x4"}],
+    }
     write_stack(project_copy, "mini", minimal)
     out = project_copy / "p.json"
     result = run_preflight("--stack", "mini", "--json", str(out), cwd=project_copy)
@@ -176,7 +196,9 @@ def test_a_minimal_stack_file_plans_and_passes(project_copy):
 
 
 def test_a_stack_file_that_is_not_yaml_exits_2_without_a_traceback(project_copy):
-    (project_copy / "Pulumi.bad.yaml").write_text("config:\n  gcp:project: x\n  trainyard:tpuSlices: [\n    - name: a\n")
+    (project_copy / "Pulumi.bad.yaml").write_text(
+        "config:\n  gcp:project: x\n  trainyard:tpuSlices: [\n    - name: a\n"
+    )
     result = run_preflight("--stack", "bad", cwd=project_copy)
     assert result.returncode == 2
     assert "Pulumi.bad.yaml:4:5: " in result.stderr and "Traceback" not in result.stderr
@@ -187,8 +209,12 @@ def test_the_report_fits_100_columns_and_ends_with_one_verdict_line(dev_run):
     result, plan = dev_run
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100
-    assert re.fullmatch(r"preflight: OK — \d+ resources, 34 objects, 0 problems, \$[\d,]+\.\d\d–\$[\d,]+\.\d\d/h", lines[-1])
-    replicas = next(m for m in plan["manifests"] if m["kind"] == "RayJob")["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"]
+    assert re.fullmatch(
+        r"preflight: OK — \d+ resources, 34 objects, 0 problems, \$[\d,]+\.\d\d–\$[\d,]+\.\d\d/h", lines[-1]
+    )
+    replicas = next(m for m in plan["manifests"] if m["kind"] == "RayJob")["spec"]["rayClusterSpec"][
+        "workerGroupSpecs"
+    ][0]["replicas"]
     assert replicas == 2 and isinstance(replicas, int)  # integral numbers as the provider writes them
 
 

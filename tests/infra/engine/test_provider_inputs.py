@@ -22,20 +22,37 @@ def test_the_dev_plan_fits_the_provider(dev_plan):
 @pytest.mark.parametrize(
     ("name", "mutate", "expected"),
     [
-        ("v6e-16-0", lambda i: i["nodeConfig"].update(machinetype=i["nodeConfig"].pop("machineType")),
-         "NodePool v6e-16-0: nodeConfig.machinetype: is not a property of NodePoolNodeConfig (did you mean 'machineType'?)"),
-        ("v6e-16-0", lambda i: i.update(placementPolicy=[i["placementPolicy"]]),
-         "NodePool v6e-16-0: placementPolicy: is a list, but the provider takes an object here"),
-        ("v6e-16-0", lambda i: i.pop("cluster"),
-         "NodePool v6e-16-0: cluster: is required by the provider but not set"),
-        ("v6e-16-0", lambda i: i.update(nodeLocations="us-east5-b"),
-         "NodePool v6e-16-0: nodeLocations: is str 'us-east5-b', but the provider takes a list here"),
-        ("v6e-16-0", lambda i: i["nodeConfig"].update(labels=["a"]),
-         "NodePool v6e-16-0: nodeConfig.labels: is a list, but the provider takes a map here"),
-        ("trainyard-dev-dcn-1-net", lambda i: i.update(mtu="8896"),
-         "Network trainyard-dev-dcn-1-net: mtu: is str '8896', but the provider takes an integer here"),
-        ("trainyard-dev-dcn-1-internal", lambda i: i["allows"][0].pop("protocol"),
-         "Firewall trainyard-dev-dcn-1-internal: allows[0].protocol: is required by the provider but not set"),
+        (
+            "v6e-16-0",
+            lambda i: i["nodeConfig"].update(machinetype=i["nodeConfig"].pop("machineType")),
+            "NodePool v6e-16-0: nodeConfig.machinetype: is not a property of NodePoolNodeConfig (did you mean 'machineType'?)",
+        ),
+        (
+            "v6e-16-0",
+            lambda i: i.update(placementPolicy=[i["placementPolicy"]]),
+            "NodePool v6e-16-0: placementPolicy: is a list, but the provider takes an object here",
+        ),
+        ("v6e-16-0", lambda i: i.pop("cluster"), "NodePool v6e-16-0: cluster: is required by the provider but not set"),
+        (
+            "v6e-16-0",
+            lambda i: i.update(nodeLocations="us-east5-b"),
+            "NodePool v6e-16-0: nodeLocations: is str 'us-east5-b', but the provider takes a list here",
+        ),
+        (
+            "v6e-16-0",
+            lambda i: i["nodeConfig"].update(labels=["a"]),
+            "NodePool v6e-16-0: nodeConfig.labels: is a list, but the provider takes a map here",
+        ),
+        (
+            "trainyard-dev-dcn-1-net",
+            lambda i: i.update(mtu="8896"),
+            "Network trainyard-dev-dcn-1-net: mtu: is str '8896', but the provider takes an integer here",
+        ),
+        (
+            "trainyard-dev-dcn-1-internal",
+            lambda i: i["allows"][0].pop("protocol"),
+            "Firewall trainyard-dev-dcn-1-internal: allows[0].protocol: is required by the provider but not set",
+        ),
     ],
 )
 def test_each_kind_of_mistake_is_caught(dev_plan, name, mutate, expected):

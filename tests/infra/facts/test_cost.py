@@ -36,8 +36,12 @@ def test_good_stack_pools_at_min_and_max_scale():
 
 @pytest.mark.parametrize(
     ("edits", "mode"),
-    [({}, "on-demand"), ({"nodeConfig.spot": True}, "spot"), ({"nodeConfig.preemptible": True}, "spot"),
-     ({"nodeConfig.flexStart": True, "nodeConfig.spot": True}, "flex-start")],
+    [
+        ({}, "on-demand"),
+        ({"nodeConfig.spot": True}, "spot"),
+        ({"nodeConfig.preemptible": True}, "spot"),
+        ({"nodeConfig.flexStart": True, "nodeConfig.spot": True}, "flex-start"),
+    ],
 )
 def test_capacity_mode_follows_spot_and_flex_start(edits, mode):
     pool = fx.tpu_slice_pool()

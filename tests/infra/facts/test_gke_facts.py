@@ -15,9 +15,16 @@ from components.facts import cost, gke
         ({"nodeConfig": {"preemptible": True}}, "spot", "spot"),
         ({"nodeConfig": {"flexStart": True}}, "flexStart", "flex-start"),
         ({"nodeConfig": {"flexStart": True}, "queuedProvisioning": {"enabled": True}}, "dwsQueued", "flex-start"),
-        ({"nodeConfig": {"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION"}}},
-         "reservation", "on-demand"),
-        ({"nodeConfig": {"reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}}}, "onDemand", "on-demand"),
+        (
+            {"nodeConfig": {"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION"}}},
+            "reservation",
+            "on-demand",
+        ),
+        (
+            {"nodeConfig": {"reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}}},
+            "onDemand",
+            "on-demand",
+        ),
     ],
 )
 def test_capacity_is_read_in_the_configs_words_and_priced_by_its_column(inputs, capacity, price_column):
@@ -65,7 +72,12 @@ def test_every_node_network_but_rdma_needs_its_ingress_rule(dev_plan):
 
     plan = dev_plan.to_json()
     assert violations(plan) == []
-    without_firewalls = {**plan, "resources": [r for r in plan["resources"] if r["type"] != "gcp:compute/firewall:Firewall"]}
+    without_firewalls = {
+        **plan,
+        "resources": [r for r in plan["resources"] if r["type"] != "gcp:compute/firewall:Firewall"],
+    }
     assert violations(without_firewalls) == [
-        ("mandatory", "trainyard-dev-dcn-1-net"), ("mandatory", "trainyard-dev-dcn-2-net"), ("mandatory", "trainyard-dev-gvnic-1-net"),
+        ("mandatory", "trainyard-dev-dcn-1-net"),
+        ("mandatory", "trainyard-dev-dcn-2-net"),
+        ("mandatory", "trainyard-dev-gvnic-1-net"),
     ]

@@ -61,8 +61,14 @@ def test_seed_tables(shape, machine_type, vms, chips_per_vm):
     [
         (("v6e", "4x3"), "'4x3' is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16)"),
         (("v9z", "4x4"), "'v9z' is not a supported TPU generation (allowed: v6e)"),
-        (("v6e", "4x4", "ct6e-standard-8t"), "'ct6e-standard-8t' cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)"),
-        (("v6e", "1x1", "ct6e-standard-4t"), "'ct6e-standard-4t' cannot form a v6e 1x1 slice (allowed: ct6e-standard-1t)"),
+        (
+            ("v6e", "4x4", "ct6e-standard-8t"),
+            "'ct6e-standard-8t' cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)",
+        ),
+        (
+            ("v6e", "1x1", "ct6e-standard-4t"),
+            "'ct6e-standard-4t' cannot form a v6e 1x1 slice (allowed: ct6e-standard-1t)",
+        ),
     ],
 )
 def test_impossible_slices_are_refused(args, message):

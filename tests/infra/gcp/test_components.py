@@ -142,7 +142,8 @@ def test_every_pinned_urn_is_kept_or_aliased(dev_plan):
 def test_every_urn_is_pinned_so_new_identities_are_deliberate(dev_plan):
     pinned = pinned_urns()
     unpinned = [
-        r.urn for r in dev_plan.resources
+        r.urn
+        for r in dev_plan.resources
         if r.urn not in pinned and not CODE_CONFIG_MAP.search(r.urn) and not set(r.aliases) & pinned
     ]
     assert unpinned == []
@@ -150,7 +151,10 @@ def test_every_urn_is_pinned_so_new_identities_are_deliberate(dev_plan):
 
 def test_namespace_and_service_account_keep_their_urns_under_storage_through_aliases(dev_plan):
     old_parent = "urn:pulumi:dev::trainyard::trainyard:infra:Stack$trainyard:infra:Storage"
-    for type_, name in (("kubernetes:core/v1:Namespace", "trainyard"), ("kubernetes:core/v1:ServiceAccount", "trainyard-runner")):
+    for type_, name in (
+        ("kubernetes:core/v1:Namespace", "trainyard"),
+        ("kubernetes:core/v1:ServiceAccount", "trainyard-runner"),
+    ):
         [resource] = [r for r in dev_plan.resources if (r.type, r.name) == (type_, name)]
         assert resource.parent.endswith("$trainyard:k8s:WorkloadNamespace::workload-namespace")
         assert resource.aliases == [f"{old_parent}${type_}::{name}"]
@@ -165,9 +169,15 @@ def test_every_gcp_name_the_stack_derives_is_one_gcp_accepts(plan_with):
         values["trainyard:jobs"]["maxtext"][0]["slices"] = "t" * (gcp_names.NODE_POOL_NAME_MAX - 2)
 
     plan = plan_with(longest_names)
-    limits = {"gcp:container/cluster:Cluster": gcp_names.CLUSTER_NAME_MAX, "gcp:container/nodePool:NodePool": gcp_names.NODE_POOL_NAME_MAX}
+    limits = {
+        "gcp:container/cluster:Cluster": gcp_names.CLUSTER_NAME_MAX,
+        "gcp:container/nodePool:NodePool": gcp_names.NODE_POOL_NAME_MAX,
+    }
     named = [r for r in plan.resources if r.type.startswith(("gcp:compute/", "gcp:container/")) and "name" in r.inputs]
     assert len(named) > 20
     for resource in named:
         longest = limits.get(resource.type, gcp_names.COMPUTE_NAME_MAX)
-        assert gcp_names.rfc1035_problem(resource.inputs["name"], longest) is None, (resource.type, resource.inputs["name"])
+        assert gcp_names.rfc1035_problem(resource.inputs["name"], longest) is None, (
+            resource.type,
+            resource.inputs["name"],
+        )

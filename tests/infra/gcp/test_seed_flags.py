@@ -43,7 +43,10 @@ def test_enable_dataplane_v2(cluster):
 
 
 def test_enable_ip_alias(cluster):
-    assert cluster["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert cluster["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
 
 
 def test_enable_multi_networking(cluster):
@@ -64,7 +67,11 @@ def test_services_ipv4_cidr(dev_plan):
 
 def test_addons_ray_operator_with_logging_and_monitoring(cluster):
     (ray,) = cluster["addonsConfig"]["rayOperatorConfigs"]
-    assert ray == {"enabled": True, "rayClusterLoggingConfig": {"enabled": True}, "rayClusterMonitoringConfig": {"enabled": True}}
+    assert ray == {
+        "enabled": True,
+        "rayClusterLoggingConfig": {"enabled": True},
+        "rayClusterMonitoringConfig": {"enabled": True},
+    }
 
 
 def test_addons_gcs_fuse_csi_driver(cluster):
@@ -143,7 +150,10 @@ def test_dws_nine_additional_node_networks(dws):
 
 # --- A4 networks: FACTS A
 def test_gvnic_subnet(dev_plan):
-    assert one(dev_plan, "gcp:compute/subnetwork:Subnetwork", "trainyard-dev-gvnic-1-sub")["ipCidrRange"] == "192.168.0.0/24"
+    assert (
+        one(dev_plan, "gcp:compute/subnetwork:Subnetwork", "trainyard-dev-gvnic-1-sub")["ipCidrRange"]
+        == "192.168.0.0/24"
+    )
 
 
 def test_gvnic_firewall(dev_plan):
@@ -162,7 +172,10 @@ def test_rdma_network_profile(dev_plan):
 
 
 def test_rdma_eight_subnets(dev_plan):
-    ranges = [one(dev_plan, "gcp:compute/subnetwork:Subnetwork", f"trainyard-dev-rdma-sub-{n}")["ipCidrRange"] for n in range(8)]
+    ranges = [
+        one(dev_plan, "gcp:compute/subnetwork:Subnetwork", f"trainyard-dev-rdma-sub-{n}")["ipCidrRange"]
+        for n in range(8)
+    ]
     assert ranges == [f"192.168.{n + 1}.0/24" for n in range(8)]
 
 
@@ -209,7 +222,8 @@ def test_tpu_additional_node_networks(tpu):
 
 def test_tpu_dranet_label_and_the_slice_group_label_kueue_selects(tpu):
     assert tpu["nodeConfig"]["labels"] == {
-        "cloud.google.com/gke-networking-dra-driver": "true", "trainyard/tpu-slice-group": "v6e-16",
+        "cloud.google.com/gke-networking-dra-driver": "true",
+        "trainyard/tpu-slice-group": "v6e-16",
     }
 
 

@@ -22,8 +22,12 @@ def crd_yaml_from_vendored(pin: PinnedFile, extra_versions: Sequence[dict[str, A
         del schema["$schema"]
         group, version = group_version.split("/")
         versions.append({"name": version, "served": True, "storage": False, "schema": {"openAPIV3Schema": schema}})
-    spec = {"group": group, "names": {"kind": kind, "plural": kind.lower() + "s"}, "scope": "Namespaced",
-            "versions": versions + list(extra_versions)}
+    spec = {
+        "group": group,
+        "names": {"kind": kind, "plural": kind.lower() + "s"},
+        "scope": "Namespaced",
+        "versions": versions + list(extra_versions),
+    }
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": spec}
     return yaml.dump(crd, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 

@@ -191,10 +191,19 @@ def fsdp_job() -> dict[str, Any]:
                         {
                             "name": "trainer",
                             "image": "us-docker.pkg.dev/example/trainyard/fsdp:1",
-                            "command": ["torchrun", "--nnodes=2", "--nproc_per_node=8",
-                                        "--rdzv_endpoint=fsdp-llama-0.fsdp-llama:29400"],
+                            "command": [
+                                "torchrun",
+                                "--nnodes=2",
+                                "--nproc_per_node=8",
+                                "--rdzv_endpoint=fsdp-llama-0.fsdp-llama:29400",
+                            ],
                             "env": [{"name": name, "value": value} for name, value in nccl_env.items()]
-                            + [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}],
+                            + [
+                                {
+                                    "name": "HF_TOKEN",
+                                    "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}},
+                                }
+                            ],
                             "resources": {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}},
                             "securityContext": {"privileged": True},
                             "volumeMounts": [{"name": "nvidia", "mountPath": "/usr/local/nvidia"}],
@@ -275,32 +284,49 @@ def resource_flavor() -> dict[str, Any]:
 
 def cluster_queue() -> dict[str, Any]:
     """FACTS.md B: on-demand first, then DWS; the provisioning check only on the DWS flavor."""
+
     def quota() -> list[dict[str, Any]]:
-        return [{"name": "cpu", "nominalQuota": 400}, {"name": "memory", "nominalQuota": "3200Gi"},
-                {"name": "google.com/tpu", "nominalQuota": 32}]
+        return [
+            {"name": "cpu", "nominalQuota": 400},
+            {"name": "memory", "nominalQuota": "3200Gi"},
+            {"name": "google.com/tpu", "nominalQuota": 32},
+        ]
 
     flavors = [{"name": "tpu-v6e-4x4", "resources": quota()}, {"name": "tpu-v6e-4x4-dws", "resources": quota()}]
-    return _kueue("ClusterQueue", "trainyard", {
-        "namespaceSelector": {},
-        "cohortName": "trainyard",
-        "resourceGroups": [{"coveredResources": ["cpu", "memory", "google.com/tpu"], "flavors": flavors}],
-        "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["tpu-v6e-4x4-dws"]}]},
-    })
+    return _kueue(
+        "ClusterQueue",
+        "trainyard",
+        {
+            "namespaceSelector": {},
+            "cohortName": "trainyard",
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", "google.com/tpu"], "flavors": flavors}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["tpu-v6e-4x4-dws"]}]},
+        },
+    )
 
 
 def admission_check() -> dict[str, Any]:
     # `kind` is matched by Kueue's Go regex ^(?i)[a-z]...: mixed case is valid.
     parameters = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-config"}
-    return _kueue("AdmissionCheck", "dws-prov", {
-        "controllerName": "kueue.x-k8s.io/provisioning-request", "parameters": parameters,
-    })
+    return _kueue(
+        "AdmissionCheck",
+        "dws-prov",
+        {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": parameters,
+        },
+    )
 
 
 def provisioning_request_config() -> dict[str, Any]:
-    return _kueue("ProvisioningRequestConfig", "dws-config", {
-        "provisioningClassName": "queued-provisioning.gke.io",
-        "managedResources": ["nvidia.com/gpu", "google.com/tpu"],
-    })
+    return _kueue(
+        "ProvisioningRequestConfig",
+        "dws-config",
+        {
+            "provisioningClassName": "queued-provisioning.gke.io",
+            "managedResources": ["nvidia.com/gpu", "google.com/tpu"],
+        },
+    )
 
 
 def local_queue() -> dict[str, Any]:

@@ -124,7 +124,9 @@ def tpu_slice_pool(name: str = "v6e-16-0", topology: str = "4x4", vms: float = 4
             "nodeCount": vms,
             "placementPolicy": {"type": "COMPACT", "tpuTopology": topology},
             "management": {"autoRepair": True, "autoUpgrade": True},
-            "nodeConfig": _node_config("ct6e-standard-4t", labels={"cloud.google.com/gke-networking-dra-driver": "true"}),
+            "nodeConfig": _node_config(
+                "ct6e-standard-4t", labels={"cloud.google.com/gke-networking-dra-driver": "true"}
+            ),
         },
     )
 
@@ -159,7 +161,11 @@ def dws_gpu_pool(name: str = "gpu-nodepool-dws", max_nodes: float = 10.0) -> dic
                 flexStart=True,
                 reservationAffinity={"consumeReservationType": "NO_RESERVATION"},
                 guestAccelerators=[
-                    {"type": "nvidia-b200", "count": 8.0, "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"}}
+                    {
+                        "type": "nvidia-b200",
+                        "count": 8.0,
+                        "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"},
+                    }
                 ],
             ),
         },
@@ -180,13 +186,17 @@ def bucket(name: str = "trainyard-dev-data") -> dict[str, Any]:
     )
 
 
-def bucket_member(name: str = "runner-object-user", role: str = "roles/storage.objectUser", member: str | None = None) -> dict[str, Any]:
+def bucket_member(
+    name: str = "runner-object-user", role: str = "roles/storage.objectUser", member: str | None = None
+) -> dict[str, Any]:
     member = member or (
         "principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/"
         "trainyard-dev.svc.id.goog/subject/ns/trainyard/sa/trainyard-runner"
     )
     return resource(
-        "gcp:storage/bucketIAMMember:BucketIAMMember", name, {"bucket": "trainyard-dev-data", "role": role, "member": member}
+        "gcp:storage/bucketIAMMember:BucketIAMMember",
+        name,
+        {"bucket": "trainyard-dev-data", "role": role, "member": member},
     )
 
 
@@ -263,8 +273,13 @@ def _tpu_worker_group(replicas: float = 2.0, hosts: float = 4.0, chips: str = "4
     }
 
 
-def maxtext_rayjob(name: str = "maxtext", workers: int = 8, replicas: float = 2.0, hosts: float = 4.0) -> dict[str, Any]:
-    head = {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.55.0"}]}}}
+def maxtext_rayjob(
+    name: str = "maxtext", workers: int = 8, replicas: float = 2.0, hosts: float = 4.0
+) -> dict[str, Any]:
+    head = {
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.55.0"}]}},
+    }
     return _kube(
         "ray.io/v1",
         "RayJob",
@@ -281,23 +296,54 @@ def maxtext_rayjob(name: str = "maxtext", workers: int = 8, replicas: float = 2.
 def kueue_objects(gpu_quota: float = 80.0) -> list[dict[str, Any]]:
     """Kueue wiring for the DWS pool: flavor, ProvisioningRequestConfig, AdmissionCheck, queues."""
     return [
-        _kube("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "dws-flavor",
-              {"nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}}, namespace=None),
-        _kube("kueue.x-k8s.io/v1beta2", "ProvisioningRequestConfig", "dws-config",
-              {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]},
-              namespace=None),
-        _kube("kueue.x-k8s.io/v1beta2", "AdmissionCheck", "dws-prov",
-              {"controllerName": "kueue.x-k8s.io/provisioning-request",
-               "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-config"}},
-              namespace=None),
-        _kube("kueue.x-k8s.io/v1beta2", "ClusterQueue", "dws-cluster-queue",
-              {"namespaceSelector": {},
-               "resourceGroups": [{"coveredResources": ["nvidia.com/gpu", "google.com/tpu"],
-                                   "flavors": [{"name": "dws-flavor",
-                                                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpu_quota},
-                                                              {"name": "google.com/tpu", "nominalQuota": 0.0}]}]}],
-               "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["dws-flavor"]}]}},
-              namespace=None),
+        _kube(
+            "kueue.x-k8s.io/v1beta2",
+            "ResourceFlavor",
+            "dws-flavor",
+            {"nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}},
+            namespace=None,
+        ),
+        _kube(
+            "kueue.x-k8s.io/v1beta2",
+            "ProvisioningRequestConfig",
+            "dws-config",
+            {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]},
+            namespace=None,
+        ),
+        _kube(
+            "kueue.x-k8s.io/v1beta2",
+            "AdmissionCheck",
+            "dws-prov",
+            {
+                "controllerName": "kueue.x-k8s.io/provisioning-request",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-config"},
+            },
+            namespace=None,
+        ),
+        _kube(
+            "kueue.x-k8s.io/v1beta2",
+            "ClusterQueue",
+            "dws-cluster-queue",
+            {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu", "google.com/tpu"],
+                        "flavors": [
+                            {
+                                "name": "dws-flavor",
+                                "resources": [
+                                    {"name": "nvidia.com/gpu", "nominalQuota": gpu_quota},
+                                    {"name": "google.com/tpu", "nominalQuota": 0.0},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+                "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["dws-flavor"]}]},
+            },
+            namespace=None,
+        ),
         _kube("kueue.x-k8s.io/v1beta2", "LocalQueue", QUEUE, {"clusterQueue": "dws-cluster-queue"}),
     ]
 

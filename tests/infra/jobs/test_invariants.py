@@ -58,7 +58,10 @@ def test_node_pools_follow_the_slices(variant):
 def test_kueue_tpu_quota_is_what_the_slice_pools_hold(variant):
     _, count, tpu, plan = variant
     pools = [p for p in plan.of_type("gcp:container/nodePool:NodePool") if p.name.startswith("v6e-16-")]
-    held = sum(p.inputs["nodeCount"] * tpu.generation.chips_per_machine_type[p.inputs["nodeConfig"]["machineType"]] for p in pools)
+    held = sum(
+        p.inputs["nodeCount"] * tpu.generation.chips_per_machine_type[p.inputs["nodeConfig"]["machineType"]]
+        for p in pools
+    )
     flavor = quotas(manifest(plan, "ClusterQueue", "trainyard"))["v6e-16"]
     assert flavor["google.com/tpu"] == held == count * tpu.chips
     shape = topology.machine_shape(tpu.machine_type)
@@ -101,7 +104,10 @@ def test_megascale_and_dranet_only_across_slices(variant):
     templates = [m for m in plan.manifests if m["kind"] == "ResourceClaimTemplate"]
     if count > 1:
         assert env["MEGASCALE_NUM_SLICES"] == str(count)
-        assert group["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+        assert (
+            group["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+            == templates[0]["metadata"]["name"]
+        )
         dcn_networks = [n for n in plan.of_type("gcp:compute/network:Network") if "-dcn-" in n.name]
         assert templates[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == len(dcn_networks)
     else:

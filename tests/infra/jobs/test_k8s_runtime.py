@@ -51,7 +51,13 @@ def test_ray_imports_the_trainer_from_the_archive(tmp_path):
 def test_allgather_smoke_script_checks_every_rank(tmp_path):
     script = tmp_path / "allgather.py"
     script.write_text(ALLGATHER_SCRIPT)
-    env = {**os.environ, "SMOKE_BACKEND": "gloo", "SMOKE_MEGABYTES": "1", "SMOKE_ITERATIONS": "3", "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "SMOKE_BACKEND": "gloo",
+        "SMOKE_MEGABYTES": "1",
+        "SMOKE_ITERATIONS": "3",
+        "OMP_NUM_THREADS": "1",
+    }
     result = subprocess.run(
         [str(TORCHRUN), "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:0", str(script)],
         check=False, cwd=tmp_path, capture_output=True, text=True, timeout=180, env=env,

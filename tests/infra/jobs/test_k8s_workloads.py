@@ -17,7 +17,12 @@ from workloads.fsdp.config import parse_config
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import check_parallelism, parse_overrides
 
-GCS_FUSE = {"gke-gcsfuse/volumes": "true", "gke-gcsfuse/cpu-limit": "0", "gke-gcsfuse/memory-limit": "0", "gke-gcsfuse/ephemeral-storage-limit": "0"}
+GCS_FUSE = {
+    "gke-gcsfuse/volumes": "true",
+    "gke-gcsfuse/cpu-limit": "0",
+    "gke-gcsfuse/memory-limit": "0",
+    "gke-gcsfuse/ephemeral-storage-limit": "0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +59,9 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
 
 
 def test_70b_job_shards_fsdp_over_dcn(full_plan):
-    overrides = parse_overrides(split_maxtext_args(entrypoint_words(manifest(full_plan, "RayJob", "llama3-70b"))[3:])[1])
+    overrides = parse_overrides(
+        split_maxtext_args(entrypoint_words(manifest(full_plan, "RayJob", "llama3-70b"))[3:])[1]
+    )
     assert overrides["remat_policy"] == "full" and overrides["per_device_batch_size"] == "2"
     mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
     assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"fsdp": 2})
@@ -93,7 +100,11 @@ def test_worker_group_from_the_slice_facts(dev_plan):
 def test_head_group_ports_and_resources(dev_plan):
     head = manifest(dev_plan, "RayJob", "llama3-8b")["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     (container,) = head["containers"]
-    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "gcs-server": 6379,
+        "dashboard": 8265,
+        "client": 10001,
+    }
     assert container["resources"] == {"limits": {"memory": "16Gi"}, "requests": {"cpu": "4", "memory": "16Gi"}}
     assert container["image"] == "rayproject/ray:2.60.0-py312-tpu"
 
@@ -146,7 +157,9 @@ def test_code_archive_is_content_addressed_and_mounted(dev_plan, tmp_path):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
     assert workload_code.build_archive(tmp_path) == archive
-    (tmp_path / "workloads/maxtext/train.py").write_text((tmp_path / "workloads/maxtext/train.py").read_text() + "\n# changed\n")
+    (tmp_path / "workloads/maxtext/train.py").write_text(
+        (tmp_path / "workloads/maxtext/train.py").read_text() + "\n# changed\n"
+    )
     assert workload_code.build_archive(tmp_path).config_map_name != archive.config_map_name
 
 
@@ -179,7 +192,10 @@ def test_fsdp_job(dev_plan):
     assert volumes["library-dir-host"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
     assert volumes["gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
     assert volumes["shared-memory"]["emptyDir"]["medium"] == "Memory"
-    assert "file-cache:parallel-downloads-per-file:100" in volumes["gcs-fuse-csi-ephemeral"]["csi"]["volumeAttributes"]["mountOptions"]
+    assert (
+        "file-cache:parallel-downloads-per-file:100"
+        in volumes["gcs-fuse-csi-ephemeral"]["csi"]["volumeAttributes"]["mountOptions"]
+    )
     assert pod["spec"]["subdomain"] == "llama31-70b-fsdp"
     service = manifest(dev_plan, "Service", "llama31-70b-fsdp")["spec"]
     assert service["clusterIP"] == "None" and service["selector"] == {"job-name": "llama31-70b-fsdp"}
@@ -196,7 +212,11 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
     assert "--rdzv_endpoint=llama31-70b-fsdp-0.llama31-70b-fsdp:29400" in launch
     trainer_flags = launch[launch.index("workloads.fsdp.train") + 1 :]
     config = parse_config(trainer_flags, environ={})
-    assert (config.model_id, config.per_device_train_batch_size, config.max_seq_length) == ("meta-llama/Llama-3.1-70B", 8, 512)
+    assert (config.model_id, config.per_device_train_batch_size, config.max_seq_length) == (
+        "meta-llama/Llama-3.1-70B",
+        8,
+        512,
+    )
     assert config.output_dir == "/data/fsdp/llama31-70b-fsdp"
 
 

@@ -12,7 +12,12 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 def test_dev_cluster_queue_quotas_are_what_the_pools_hold(dev_plan):
     queue = manifest(dev_plan, "ClusterQueue", "trainyard")
     assert queue["apiVersion"] == KUEUE
-    assert queue["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "google.com/tpu", "nvidia.com/gpu"]
+    assert queue["spec"]["resourceGroups"][0]["coveredResources"] == [
+        "cpu",
+        "memory",
+        "google.com/tpu",
+        "nvidia.com/gpu",
+    ]
     assert quotas(queue) == {
         "system": {"cpu": "40", "memory": "160Gi", "google.com/tpu": 0, "nvidia.com/gpu": 0},  # 5 x e2-standard-8
         "v6e-16": {"cpu": "1440", "memory": "5760Gi", "google.com/tpu": 32, "nvidia.com/gpu": 0},  # 8 x ct6e-4t
@@ -27,7 +32,11 @@ def test_dws_admission_check_only_on_dws_flavors(dev_plan):
     }
     check = manifest(dev_plan, "AdmissionCheck", "dws-prov")["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    assert check["parameters"] == {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-prov"}
+    assert check["parameters"] == {
+        "apiGroup": "kueue.x-k8s.io",
+        "kind": "ProvisioningRequestConfig",
+        "name": "dws-prov",
+    }
     config = manifest(dev_plan, "ProvisioningRequestConfig", "dws-prov")["spec"]
     assert config == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]}
 
@@ -35,7 +44,8 @@ def test_dws_admission_check_only_on_dws_flavors(dev_plan):
 def test_flavors_select_their_nodes(dev_plan):
     assert manifest(dev_plan, "ResourceFlavor", "v6e-16")["spec"] == {
         "nodeLabels": {
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
             "trainyard/tpu-slice-group": "v6e-16",
         }
     }
@@ -72,7 +82,10 @@ def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
     assert quotas(queue)["v6e-16-flex"]["google.com/tpu"] == 16
     assert queue["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] == ["v6e-16-flex"]
     assert manifest(plan, "ProvisioningRequestConfig", "dws-prov")["spec"]["managedResources"] == ["google.com/tpu"]
-    assert manifest(plan, "ResourceFlavor", "v6e-16-flex")["spec"]["nodeLabels"]["cloud.google.com/gke-flex-start"] == "true"
+    assert (
+        manifest(plan, "ResourceFlavor", "v6e-16-flex")["spec"]["nodeLabels"]["cloud.google.com/gke-flex-start"]
+        == "true"
+    )
     assert manifest(plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"] == {
         "nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}
     }
@@ -92,17 +105,26 @@ def test_no_dws_pools_means_no_admission_check_and_no_install_means_no_chart(pla
 
 def test_rdma_networks_name_the_vpcs_and_subnets(dev_plan):
     sets = {m["metadata"]["name"]: m["spec"] for m in dev_plan.manifests if m["kind"] == "GKENetworkParamSet"}
-    assert sets["gvnic-1"] == {"vpc": "trainyard-dev-gvnic-1-net", "vpcSubnet": "trainyard-dev-gvnic-1-sub", "deviceMode": "NetDevice"}
+    assert sets["gvnic-1"] == {
+        "vpc": "trainyard-dev-gvnic-1-net",
+        "vpcSubnet": "trainyard-dev-gvnic-1-sub",
+        "deviceMode": "NetDevice",
+    }
     for index in range(8):
         assert sets[f"rdma-{index}"] == {
-            "vpc": "trainyard-dev-rdma-net", "vpcSubnet": f"trainyard-dev-rdma-sub-{index}", "deviceMode": "RDMA"
+            "vpc": "trainyard-dev-rdma-net",
+            "vpcSubnet": f"trainyard-dev-rdma-sub-{index}",
+            "deviceMode": "RDMA",
         }
     subnets = {r.name for r in dev_plan.of_type("gcp:compute/subnetwork:Subnetwork")}
     assert {spec["vpcSubnet"] for spec in sets.values()} <= subnets
     networks = {m["metadata"]["name"]: m["spec"] for m in dev_plan.manifests if m["kind"] == "Network"}
     assert set(networks) == set(sets)
     for name, spec in networks.items():
-        assert spec == {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}}
+        assert spec == {
+            "type": "Device",
+            "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name},
+        }
 
 
 def test_gib_installer_is_pinned_and_lands_on_a4_nodes(dev_plan):
@@ -111,8 +133,13 @@ def test_gib_installer_is_pinned_and_lands_on_a4_nodes(dev_plan):
     (installer,) = pod["initContainers"]
     assert installer["image"].endswith("/nccl-plugin-gib:v1.0.6")
     (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert term["matchExpressions"] == [{"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-b200"]}]
-    assert {v["hostPath"]["path"] for v in pod["volumes"]} == {"/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/gib"}
+    assert term["matchExpressions"] == [
+        {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-b200"]}
+    ]
+    assert {v["hostPath"]["path"] for v in pod["volumes"]} == {
+        "/home/kubernetes/bin/nvidia/lib64",
+        "/home/kubernetes/bin/gib",
+    }
 
 
 def test_tpu_only_stack_has_no_rdma_objects(plan_with):

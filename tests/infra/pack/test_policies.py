@@ -45,12 +45,17 @@ def dcn_attached_to_a_pool(firewall: bool) -> Callable[[], Stack]:
     def build() -> Stack:
         stack = fx.good_stack()
         network = fx.by_name(stack, "trainyard-dev-dcn-1")
-        subnet = fx.resource("gcp:compute/subnetwork:Subnetwork", "dcn-1-sub", {"name": "dcn-1-sub", "ipCidrRange": "10.50.0.0/16"})
+        subnet = fx.resource(
+            "gcp:compute/subnetwork:Subnetwork", "dcn-1-sub", {"name": "dcn-1-sub", "ipCidrRange": "10.50.0.0/16"}
+        )
         extra = {"additionalNodeNetworkConfigs": [{"network": "trainyard-dev-dcn-1", "subnetwork": "dcn-1-sub"}]}
         stack = [*fx.replace(stack, fx.changed(fx.by_name(stack, "v6e-16-0"), "networkConfig", extra)), subnet]
         if firewall:
-            rule = fx.resource("gcp:compute/firewall:Firewall", "dcn-1-internal", {
-                "sourceRanges": ["10.50.0.0/16"], "allows": [{"protocol": "tcp", "ports": ["0-65535"]}]})
+            rule = fx.resource(
+                "gcp:compute/firewall:Firewall",
+                "dcn-1-internal",
+                {"sourceRanges": ["10.50.0.0/16"], "allows": [{"protocol": "tcp", "ports": ["0-65535"]}]},
+            )
             stack.append({**rule, "dependencies": [network["urn"]]})
         return stack
 
@@ -66,15 +71,20 @@ def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
     return fx.resource(
         "kubernetes:apps/v1:Deployment",
         "web",
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-         "spec": {"replicas": 1.0, "template": {"spec": {"containers": [container], **pod}}}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1.0, "template": {"spec": {"containers": [container], **pod}}},
+        },
     )
 
 
 def cpu_job(**spec: Any) -> dict[str, Any]:
     template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]}}
     return fx.resource(
-        "kubernetes:batch/v1:Job", "prep",
+        "kubernetes:batch/v1:Job",
+        "prep",
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "prep"}, "spec": {"template": template, **spec}},
     )
 
@@ -84,96 +94,226 @@ def iam(type_: str, **inputs: Any) -> Callable[[], dict[str, Any]]:
 
 
 VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
-    ("DCN node network without an ingress rule", dcn_attached_to_a_pool(firewall=False), {"node-networks-allow-internal-ingress"}),
+    (
+        "DCN node network without an ingress rule",
+        dcn_attached_to_a_pool(firewall=False),
+        {"node-networks-allow-internal-ingress"},
+    ),
     ("mtu 1500", edit("trainyard-dev-dcn-1", "mtu", 1500.0), {"accelerator-vpc-mtu"}),
     ("mtu unset", edit("trainyard-dev-gvnic", "mtu", fx.DELETE), {"accelerator-vpc-mtu"}),
-    ("flex auto-repair on", edit(GPU_POOL, "management.autoRepair", True),
-     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
+    (
+        "flex auto-repair on",
+        edit(GPU_POOL, "management.autoRepair", True),
+        {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
+    ),
     ("flex auto-upgrade on", edit(GPU_POOL, "management.autoUpgrade", True), {"flex-start-pool-settings"}),
-    ("flex management unset", edit(GPU_POOL, "management", fx.DELETE),
-     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
-    ("flex min 1", edit(GPU_POOL, "autoscaling.totalMinNodeCount", 1.0),
-     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
-    ("flex initial 2", edit(GPU_POOL, "initialNodeCount", 2.0),
-     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
-    ("flex reservation", edit(GPU_POOL, "nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),
-     {"flex-start-pool-settings", "queued-provisioning-pool-settings"}),
-    ("flex without autoscaling", lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling", fx.DELETE)],
-     {"flex-start-pool-settings", "multi-host-tpu-placement", "dws-workloads-use-kueue"}),
-    ("queued without flex, reservation", lambda: fx.replace(fx.good_stack(), fx.changed(
-        fx.changed(fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE),
-        "nodeConfig.reservationAffinity", fx.DELETE)), {"queued-provisioning-pool-settings"}),
-    ("TPU with queued provisioning", add(queued_tpu_pool),
-     {"tpu-queued-provisioning", "queued-provisioning-has-kueue", "dws-workloads-use-kueue"}),
+    (
+        "flex management unset",
+        edit(GPU_POOL, "management", fx.DELETE),
+        {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
+    ),
+    (
+        "flex min 1",
+        edit(GPU_POOL, "autoscaling.totalMinNodeCount", 1.0),
+        {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
+    ),
+    (
+        "flex initial 2",
+        edit(GPU_POOL, "initialNodeCount", 2.0),
+        {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
+    ),
+    (
+        "flex reservation",
+        edit(GPU_POOL, "nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),
+        {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
+    ),
+    (
+        "flex without autoscaling",
+        lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling", fx.DELETE)],
+        {"flex-start-pool-settings", "multi-host-tpu-placement", "dws-workloads-use-kueue"},
+    ),
+    (
+        "queued without flex, reservation",
+        lambda: fx.replace(
+            fx.good_stack(),
+            fx.changed(
+                fx.changed(fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE),
+                "nodeConfig.reservationAffinity",
+                fx.DELETE,
+            ),
+        ),
+        {"queued-provisioning-pool-settings"},
+    ),
+    (
+        "TPU with queued provisioning",
+        add(queued_tpu_pool),
+        {"tpu-queued-provisioning", "queued-provisioning-has-kueue", "dws-workloads-use-kueue"},
+    ),
     ("slice SPREAD", edit(SLICE, "placementPolicy.type", "SPREAD"), {"multi-host-tpu-placement"}),
     ("slice 3 nodes", edit(SLICE, "nodeCount", 3.0), {"multi-host-tpu-placement"}),
     ("slice two zones", edit(SLICE, "nodeLocations", ["us-east5-b", "us-east5-c"]), {"multi-host-tpu-placement"}),
-    ("slice bad topology", edit(SLICE, "placementPolicy.tpuTopology", "3x3"),
-     {"multi-host-tpu-placement", "ray-worker-groups-match-pools"}),
-    ("flex slice max 8", lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling.maxNodeCount", 8.0)],
-     {"multi-host-tpu-placement", "dws-workloads-use-kueue"}),
+    (
+        "slice bad topology",
+        edit(SLICE, "placementPolicy.tpuTopology", "3x3"),
+        {"multi-host-tpu-placement", "ray-worker-groups-match-pools"},
+    ),
+    (
+        "flex slice max 8",
+        lambda: fx.good_stack() + [fx.changed(fx.flex_tpu_slice_pool(), "autoscaling.maxNodeCount", 8.0)],
+        {"multi-host-tpu-placement", "dws-workloads-use-kueue"},
+    ),
     ("no workload identity", edit("trainyard-dev", "workloadIdentityConfig", fx.DELETE), {"cluster-workload-identity"}),
     ("legacy ABAC", edit("trainyard-dev", "enableLegacyAbac", True), {"cluster-no-legacy-auth"}),
-    ("client certificate", edit("trainyard-dev", "masterAuth.clientCertificateConfig.issueClientCertificate", True),
-     {"cluster-no-legacy-auth"}),
+    (
+        "client certificate",
+        edit("trainyard-dev", "masterAuth.clientCertificateConfig.issueClientCertificate", True),
+        {"cluster-no-legacy-auth"},
+    ),
     ("basic auth", edit("trainyard-dev", "masterAuth.username", "admin"), {"cluster-no-legacy-auth"}),
     ("shielded nodes off", edit("trainyard-dev", "enableShieldedNodes", False), {"cluster-shielded-nodes"}),
-    ("pool on GCE metadata", edit(SYSTEM, "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"),
-     {"pools-use-gke-metadata-server"}),
-    ("pool metadata unset", edit(SLICE, "nodeConfig.workloadMetadataConfig", fx.DELETE), {"pools-use-gke-metadata-server"}),
-    ("default pool kept on GCE metadata", lambda: fx.replace(fx.good_stack(), fx.changed(fx.changed(
-        fx.cluster(), "removeDefaultNodePool", False), "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA")),
-     {"pools-use-gke-metadata-server"}),
-    ("bucket fine-grained ACLs", edit("trainyard-dev-data", "uniformBucketLevelAccess", False), {"bucket-uniform-access"}),
-    ("bucket PAP inherited", edit("trainyard-dev-data", "publicAccessPrevention", "inherited"), {"bucket-uniform-access"}),
+    (
+        "pool on GCE metadata",
+        edit(SYSTEM, "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"),
+        {"pools-use-gke-metadata-server"},
+    ),
+    (
+        "pool metadata unset",
+        edit(SLICE, "nodeConfig.workloadMetadataConfig", fx.DELETE),
+        {"pools-use-gke-metadata-server"},
+    ),
+    (
+        "default pool kept on GCE metadata",
+        lambda: fx.replace(
+            fx.good_stack(),
+            fx.changed(
+                fx.changed(fx.cluster(), "removeDefaultNodePool", False),
+                "nodeConfig.workloadMetadataConfig.mode",
+                "GCE_METADATA",
+            ),
+        ),
+        {"pools-use-gke-metadata-server"},
+    ),
+    (
+        "bucket fine-grained ACLs",
+        edit("trainyard-dev-data", "uniformBucketLevelAccess", False),
+        {"bucket-uniform-access"},
+    ),
+    (
+        "bucket PAP inherited",
+        edit("trainyard-dev-data", "publicAccessPrevention", "inherited"),
+        {"bucket-uniform-access"},
+    ),
     ("bucket allUsers", edit("runner-object-user", "member", "allUsers"), {"no-public-iam-members"}),
     ("bucket editor", edit("runner-object-user", "role", "roles/editor"), {"no-basic-roles"}),
-    ("project binding", add(iam("gcp:projects/iAMBinding:IAMBinding", role="roles/viewer",
-                                members=["allAuthenticatedUsers", "user:a@example.com"])),
-     {"no-public-iam-members", "no-basic-roles"}),
-    ("project policy owner", add(iam("gcp:projects/iAMPolicy:IAMPolicy",
-                                     policyData='{"bindings": [{"role": "roles/owner", "members": ["user:a@example.com"]}]}')),
-     {"no-basic-roles"}),
-    ("service account key", add(lambda: fx.resource("gcp:serviceaccount/key:Key", "runner-key",
-                                                    {"serviceAccountId": "runner"})), {"no-service-account-keys"}),
+    (
+        "project binding",
+        add(
+            iam(
+                "gcp:projects/iAMBinding:IAMBinding",
+                role="roles/viewer",
+                members=["allAuthenticatedUsers", "user:a@example.com"],
+            )
+        ),
+        {"no-public-iam-members", "no-basic-roles"},
+    ),
+    (
+        "project policy owner",
+        add(
+            iam(
+                "gcp:projects/iAMPolicy:IAMPolicy",
+                policyData='{"bindings": [{"role": "roles/owner", "members": ["user:a@example.com"]}]}',
+            )
+        ),
+        {"no-basic-roles"},
+    ),
+    (
+        "service account key",
+        add(lambda: fx.resource("gcp:serviceaccount/key:Key", "runner-key", {"serviceAccountId": "runner"})),
+        {"no-service-account-keys"},
+    ),
     ("privileged web pod", add(plain_deployment), {"privileged-only-on-accelerator-pods"}),
     ("job without skipAwait", edit("fsdp-finetune", "metadata.annotations", {}), {"long-running-jobs-skip-await"}),
     ("rayjob without skipAwait", edit("maxtext", "metadata.annotations", fx.DELETE), {"long-running-jobs-skip-await"}),
     ("CPU job without deadline", add(cpu_job), {"long-running-jobs-skip-await"}),
     ("CPU job of an hour", add(lambda: cpu_job(activeDeadlineSeconds=3600.0)), {"long-running-jobs-skip-await"}),
-    ("DWS job without queue label", edit("fsdp-finetune", "metadata.labels", fx.DELETE),
-     {"dws-workloads-use-kueue"}),
-    ("DWS job on an unknown queue", edit("fsdp-finetune", "metadata.labels", {fx.QUEUE_LABEL: "nope"}),
-     {"dws-workloads-use-kueue"}),
+    ("DWS job without queue label", edit("fsdp-finetune", "metadata.labels", fx.DELETE), {"dws-workloads-use-kueue"}),
+    (
+        "DWS job on an unknown queue",
+        edit("fsdp-finetune", "metadata.labels", {fx.QUEUE_LABEL: "nope"}),
+        {"dws-workloads-use-kueue"},
+    ),
     ("no ProvisioningRequestConfig", without("dws-config"), {"queued-provisioning-has-kueue"}),
     ("no AdmissionCheck", without("dws-prov"), {"queued-provisioning-has-kueue"}),
-    ("check not on the queue", edit("dws-cluster-queue", "spec.admissionChecksStrategy", fx.DELETE),
-     {"queued-provisioning-has-kueue"}),
-    ("config manages TPUs only", edit("dws-config", "spec.managedResources", ["google.com/tpu"]),
-     {"queued-provisioning-has-kueue"}),
-    ("quota 1e9", edit("dws-cluster-queue", "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", 1e9),
-     {"kueue-quotas-match-pools"}),
-    ("flavor selects nothing", edit("dws-flavor", "spec.nodeLabels", {"cloud.google.com/gke-nodepool": "nope"}),
-     {"kueue-quotas-match-pools"}),
+    (
+        "check not on the queue",
+        edit("dws-cluster-queue", "spec.admissionChecksStrategy", fx.DELETE),
+        {"queued-provisioning-has-kueue"},
+    ),
+    (
+        "config manages TPUs only",
+        edit("dws-config", "spec.managedResources", ["google.com/tpu"]),
+        {"queued-provisioning-has-kueue"},
+    ),
+    (
+        "quota 1e9",
+        edit("dws-cluster-queue", "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", 1e9),
+        {"kueue-quotas-match-pools"},
+    ),
+    (
+        "flavor selects nothing",
+        edit("dws-flavor", "spec.nodeLabels", {"cloud.google.com/gke-nodepool": "nope"}),
+        {"kueue-quotas-match-pools"},
+    ),
     ("flavor missing", without("dws-flavor"), {"kueue-quotas-match-pools"}),
-    ("worker group 2 hosts", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.numOfHosts", 2.0),
-     {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"}),
-    ("worker 8 chips", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.containers.0.resources",
-                            {"limits": {"google.com/tpu": "8"}}), {"ray-worker-groups-match-pools"}),
-    ("3 replicas on 2 slices", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.maxReplicas", 3.0),
-     {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"}),
-    ("trainer 6 workers", lambda: fx.replace(fx.good_stack(), fx.maxtext_rayjob(workers=6)),
-     {"jax-trainer-workers-match-slices"}),
-    ("trainer --slices 3", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 3 --hosts-per-slice 4")),
-     {"jax-trainer-workers-match-slices"}),
-    ("trainer --hosts-per-slice 2", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 2")),
-     {"jax-trainer-workers-match-slices"}),
-    ("trainer --chips-per-host 8", lambda: fx.replace(fx.good_stack(), shaped_rayjob("--chips-per-host 8")),
-     {"jax-trainer-workers-match-slices"}),
-    ("worker selects a label no pool has", edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.template.spec"
-                                                ".nodeSelector", {"team": "ml"}), {"ray-worker-groups-match-pools"}),
-    ("worker wants GKE metadata server, pools lack it", lambda: without_metadata_server(metadata_selecting_stack()),
-     {"ray-worker-groups-match-pools", "pools-use-gke-metadata-server"}),
+    (
+        "worker group 2 hosts",
+        edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.numOfHosts", 2.0),
+        {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"},
+    ),
+    (
+        "worker 8 chips",
+        edit(
+            "maxtext",
+            "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.containers.0.resources",
+            {"limits": {"google.com/tpu": "8"}},
+        ),
+        {"ray-worker-groups-match-pools"},
+    ),
+    (
+        "3 replicas on 2 slices",
+        edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.maxReplicas", 3.0),
+        {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"},
+    ),
+    (
+        "trainer 6 workers",
+        lambda: fx.replace(fx.good_stack(), fx.maxtext_rayjob(workers=6)),
+        {"jax-trainer-workers-match-slices"},
+    ),
+    (
+        "trainer --slices 3",
+        lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 3 --hosts-per-slice 4")),
+        {"jax-trainer-workers-match-slices"},
+    ),
+    (
+        "trainer --hosts-per-slice 2",
+        lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 2")),
+        {"jax-trainer-workers-match-slices"},
+    ),
+    (
+        "trainer --chips-per-host 8",
+        lambda: fx.replace(fx.good_stack(), shaped_rayjob("--chips-per-host 8")),
+        {"jax-trainer-workers-match-slices"},
+    ),
+    (
+        "worker selects a label no pool has",
+        edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.nodeSelector", {"team": "ml"}),
+        {"ray-worker-groups-match-pools"},
+    ),
+    (
+        "worker wants GKE metadata server, pools lack it",
+        lambda: without_metadata_server(metadata_selecting_stack()),
+        {"ray-worker-groups-match-pools", "pools-use-gke-metadata-server"},
+    ),
 ]
 
 
@@ -190,8 +330,12 @@ def without_metadata_server(stack: Stack) -> Stack:
 
 def metadata_selecting_stack() -> Stack:
     """Workers also select GKE's label for the metadata server, as the dev stack's RayJob does."""
-    selector = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
-                "iam.gke.io/gke-metadata-server-enabled": "true", "topology.kubernetes.io/zone": "us-east5-b"}
+    selector = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        "iam.gke.io/gke-metadata-server-enabled": "true",
+        "topology.kubernetes.io/zone": "us-east5-b",
+    }
     path = "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.nodeSelector"
     return fx.replace(fx.good_stack(), fx.changed(fx.maxtext_rayjob(), path, selector))
 
@@ -213,26 +357,81 @@ def test_every_mandatory_policy_is_proven_to_fire():
 
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     ("DCN node network with its ingress rule", dcn_attached_to_a_pool(firewall=True), None),
-    ("flex TPU slice used through Kueue", lambda: fx.replace(
-        fx.good_stack() + [fx.flex_tpu_slice_pool()],
-        fx.changed(fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE})), None),
-    ("TPU queued provisioning allowed", lambda: fx.replace(fx.good_stack() + [queued_tpu_pool()], fx.changed(
-        fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE})),
-     {"tpu-queued-provisioning": {"allowTpuQueuedProvisioning": True}, "queued-provisioning-has-kueue": "disabled"}),
-    ("privileged GPU DaemonSet by affinity", add(lambda: fx.changed(plain_deployment(affinity={"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}]}]}}}), "kind", "DaemonSet")), None),
+    (
+        "flex TPU slice used through Kueue",
+        lambda: fx.replace(
+            fx.good_stack() + [fx.flex_tpu_slice_pool()],
+            fx.changed(fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE}),
+        ),
+        None,
+    ),
+    (
+        "TPU queued provisioning allowed",
+        lambda: fx.replace(
+            fx.good_stack() + [queued_tpu_pool()],
+            fx.changed(fx.maxtext_rayjob(), "metadata.labels", {fx.QUEUE_LABEL: fx.QUEUE}),
+        ),
+        {"tpu-queued-provisioning": {"allowTpuQueuedProvisioning": True}, "queued-provisioning-has-kueue": "disabled"},
+    ),
+    (
+        "privileged GPU DaemonSet by affinity",
+        add(
+            lambda: fx.changed(
+                plain_deployment(
+                    affinity={
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    }
+                ),
+                "kind",
+                "DaemonSet",
+            )
+        ),
+        None,
+    ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
-    ("hour-long CPU job under a raised await limit", add(lambda: cpu_job(activeDeadlineSeconds=3600.0)),
-     {"long-running-jobs-skip-await": {"maxAwaitSeconds": 7200}}),
-    ("trainer told --slices 2 --hosts-per-slice 4 --chips-per-host 4", lambda: fx.replace(
-        fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 4 --chips-per-host 4")), None),
+    (
+        "hour-long CPU job under a raised await limit",
+        add(lambda: cpu_job(activeDeadlineSeconds=3600.0)),
+        {"long-running-jobs-skip-await": {"maxAwaitSeconds": 7200}},
+    ),
+    (
+        "trainer told --slices 2 --hosts-per-slice 4 --chips-per-host 4",
+        lambda: fx.replace(fx.good_stack(), shaped_rayjob("--slices 2 --hosts-per-slice 4 --chips-per-host 4")),
+        None,
+    ),
     ("workers select GKE-managed node labels", metadata_selecting_stack, None),
     ("regions allowed", fx.good_stack, {"allowed-regions": {"allowedRegions": ["us-east5", "US-EAST5"]}}),
-    ("spot GPU pool", lambda: fx.replace(fx.good_stack(), fx.changed(fx.changed(fx.changed(fx.changed(
-        fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE), "queuedProvisioning", fx.DELETE),
-        "nodeConfig.spot", True), "nodeConfig.reservationAffinity", fx.DELETE)), {"queued-provisioning-has-kueue": "disabled"}),
+    (
+        "spot GPU pool",
+        lambda: fx.replace(
+            fx.good_stack(),
+            fx.changed(
+                fx.changed(
+                    fx.changed(
+                        fx.changed(fx.dws_gpu_pool(), "nodeConfig.flexStart", fx.DELETE),
+                        "queuedProvisioning",
+                        fx.DELETE,
+                    ),
+                    "nodeConfig.spot",
+                    True,
+                ),
+                "nodeConfig.reservationAffinity",
+                fx.DELETE,
+            ),
+        ),
+        {"queued-provisioning-has-kueue": "disabled"},
+    ),
 ]
 
 

@@ -28,7 +28,10 @@ def analyzer():
     # cwd is the pack directory, as under the CLI; the pack must find the project root by itself.
     process = subprocess.Popen(
         [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
-        cwd=POLICIES_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=POLICIES_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         port = process.stdout.readline().strip()
@@ -56,8 +59,10 @@ def test_pack_reports_a_bad_network_over_grpc(analyzer):
     properties.update({"mtu": 1460.0, "autoCreateSubnetworks": False})
     response = analyzer.Analyze(
         proto.AnalyzeRequest(
-            type="gcp:compute/network:Network", properties=properties,
-            urn="urn:pulumi:dev::trainyard::gcp:compute/network:Network::dcn", name="dcn",
+            type="gcp:compute/network:Network",
+            properties=properties,
+            urn="urn:pulumi:dev::trainyard::gcp:compute/network:Network::dcn",
+            name="dcn",
         ),
         timeout=30,
     )
@@ -82,20 +87,32 @@ def pack_venv_python(tmp_path_factory) -> Path:
     python = venv / "bin" / "python"
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "-r", str(POLICIES_DIR / "requirements.txt")],
-        check=True, timeout=600, capture_output=True,
+        check=True,
+        timeout=600,
+        capture_output=True,
     )
     return python
 
 
 def test_pack_starts_in_its_own_venv_without_the_programs_dependencies(pack_venv_python):
     missing = subprocess.run(
-        [str(pack_venv_python), "-c", "import importlib.util as u; print([m for m in ('pydantic', 'pulumi_gcp') if u.find_spec(m)])"],
-        capture_output=True, text=True, check=True, timeout=60,
+        [
+            str(pack_venv_python),
+            "-c",
+            "import importlib.util as u; print([m for m in ('pydantic', 'pulumi_gcp') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     assert missing.stdout.strip() == "[]"
     process = subprocess.Popen(
         [str(pack_venv_python), "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
-        cwd=POLICIES_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=POLICIES_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         port = process.stdout.readline().strip()

@@ -25,7 +25,10 @@ def test_verdict_names_policy_level_urn_and_message():
         message="network 'trainyard-dev-dcn-1': mtu is 1500; accelerator VPCs need 8896.",
     )
     assert json.loads(json.dumps(verdict.to_json())) == {
-        "policy": verdict.policy, "level": "mandatory", "urn": verdict.urn, "message": verdict.message
+        "policy": verdict.policy,
+        "level": "mandatory",
+        "urn": verdict.urn,
+        "message": verdict.message,
     }
     assert has_mandatory([verdict])
 
@@ -34,9 +37,10 @@ def test_all_sets_every_level_and_a_policy_can_be_disabled():
     assert [v.level for v in evaluate(bad_mtu_plan(), {"all": "advisory"})] == ["advisory"]
     assert not has_mandatory(evaluate(bad_mtu_plan(), {"all": "advisory"}))
     assert evaluate(bad_mtu_plan(), {"accelerator-vpc-mtu": "disabled"}) == []
-    assert evaluate(bad_mtu_plan(), {"all": "advisory", "accelerator-vpc-mtu": {"enforcementLevel": "mandatory"}})[
-        0
-    ].level == "mandatory"
+    assert (
+        evaluate(bad_mtu_plan(), {"all": "advisory", "accelerator-vpc-mtu": {"enforcementLevel": "mandatory"}})[0].level
+        == "mandatory"
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,7 +94,9 @@ def test_table_lists_each_violation_and_counts():
     table = render_table(evaluate(bad_mtu_plan(), {"cluster-deletion-protection-off": "mandatory"}))
     lines = table.splitlines()
     assert lines[0].split() == ["level", "policy", "resource", "(message", "below)"]
-    at = next(i for i, line in enumerate(lines) if line.split() == ["mandatory", "accelerator-vpc-mtu", "trainyard-dev-dcn-1"])
+    at = next(
+        i for i, line in enumerate(lines) if line.split() == ["mandatory", "accelerator-vpc-mtu", "trainyard-dev-dcn-1"]
+    )
     assert lines[at + 1].startswith(" " * 11 + "network 'trainyard-dev-dcn-1'")
     assert lines[-1] == "1 mandatory, 0 advisory violation(s)"
     assert "no violations" in render_table([])
