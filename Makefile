@@ -37,9 +37,11 @@ docs: $(VENV)/.preflight
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-infra: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m pytest tests/infra -q
 
 -include workloads/fsdp/fsdp.mk

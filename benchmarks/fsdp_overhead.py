@@ -69,7 +69,8 @@ def main() -> None:
     for label, times in (("wall-clock", wall), ("CPU time (this process; robust to neighbours' load)", cpu)):
         ratio = median(times["trainer"]) / median(times["bare"]) - 1
         say(
-            f"{label}: bare FSDP2 loop median {median(times['bare']):.4f} s/step, trainer {median(times['trainer']):.4f}"
+            f"{label}: bare FSDP2 loop median {median(times['bare']):.4f} s/step, "
+            f"trainer {median(times['trainer']):.4f}"
             f" s/step, trainer overhead {ratio:+.2%} (means: {sum(times['trainer']) / sum(times['bare']) - 1:+.2%})"
         )
 

@@ -311,6 +311,10 @@ def _verdict_section(diff: PlanDiff) -> list[str]:
     return [*lines, ""]
 
 
+def _cost_row(label: str, base: float, head: float) -> str:
+    return f"| {label} | {base:,.2f} | {head:,.2f} | {head - base:+,.2f} |"
+
+
 def _cost_section(diff: PlanDiff) -> list[str]:
     head = diff.head_cost
     if head is None:
@@ -322,8 +326,8 @@ def _cost_section(diff: PlanDiff) -> list[str]:
         "",
         "| | base | head | change |",
         "| --- | ---: | ---: | ---: |",
-        f"| minimum scale | {base_min:,.2f} | {head.min_usd_per_hour:,.2f} | {head.min_usd_per_hour - base_min:+,.2f} |",
-        f"| maximum scale | {base_max:,.2f} | {head.max_usd_per_hour:,.2f} | {head.max_usd_per_hour - base_max:+,.2f} |",
+        _cost_row("minimum scale", base_min, head.min_usd_per_hour),
+        _cost_row("maximum scale", base_max, head.max_usd_per_hour),
         "",
     ]
     unpriced = [f"`{item.name}` ({item.reason})" for item in head.unpriced]

@@ -270,7 +270,8 @@ def explain_resources(
     containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
     biggest = max(containers, key=lambda c: container_requests(c).get(name, 0.0))
     return (
-        f"container {biggest.get('name')} requests {name} {show_amount(name, container_requests(biggest).get(name, 0.0))}"
+        f"container {biggest.get('name')} requests {name} "
+        f"{show_amount(name, container_requests(biggest).get(name, 0.0))}"
         f" (pod total {show_amount(name, requests[name])}), but the closest pool {closest.name} "
         f"({closest.facts.machine_type}) has {show_amount(name, free[closest.name].get(name, 0.0))} allocatable"
         + (" after the stack's DaemonSets" if free[closest.name] != closest.allocatable else "")
@@ -284,7 +285,8 @@ def place(
     labelled = [pool for pool in pools if selects_pool(spec, pool.facts)]
     if not labelled:
         selector = {**(spec.get("nodeSelector") or {})}
-        return f"its node selector {selector} and node affinity match no node pool (pools: {', '.join(p.name for p in pools)})"
+        names = ", ".join(pool.name for pool in pools)
+        return f"its node selector {selector} and node affinity match no node pool (pools: {names})"
     tolerated = [pool for pool in labelled if not untolerated(spec, pool)]
     if not tolerated:
         pool = labelled[0]

@@ -1,4 +1,4 @@
-"""Checks of trainyard:jobs and trainyard:kueue against the pools: jobs name slices and pools that exist, and fit them."""
+"""Checks of trainyard:jobs and trainyard:kueue against the pools: jobs name slices and pools that exist, and fit."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ class KueueConfig(ConfigModel):
     """The LocalQueue in the workloads' namespace."""
     cohort: str | None = Field(None, pattern=DNS_LABEL, max_length=63)
     """A cohort to share quota with other ClusterQueues."""
-    # Flavors tried in order: on-demand, spot and reserved capacity first, DWS (flex-start) last (docs/cloud-facts.md: Kueue for DWS).
+    # Flavors tried in order: on-demand, spot and reserved capacity first, DWS (flex-start) last
+    # (docs/cloud-facts.md: Kueue for DWS).
     prefer_on_demand: bool = True
     """Try on-demand, spot and reserved flavors before DWS ones."""
     admission_check: str = Field("dws-prov", pattern=DNS_LABEL, max_length=63)
@@ -171,7 +172,8 @@ class SmokeConfig(ConfigModel):
     """Start the bring-up checks."""
     jax_image: str = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest"
     """Image of the per-slice first-JAX-job."""
-    # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports (docs/cloud-facts.md: the A4 fine-tune).
+    # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports
+    # (docs/cloud-facts.md: the A4 fine-tune).
     nccl_image: str = "nvcr.io/nvidia/pytorch:25.03-py3"
     """Image of the NCCL all-gather (CUDA 12.8, NCCL 2.25/2.26 for gIB)."""
     nccl_nodes: Int = Field(2, ge=1)

@@ -128,7 +128,8 @@ class GpuPoolConfig(ConfigModel):
 class StorageConfig(ConfigModel):
     # Unset: `<project>-<stack>-data` (project IDs are globally unique, so the name is free unless taken).
     bucket: str | None = None  # GCS's naming rules are checked in checks.py (facts.gcp_names)
-    """The data and checkpoint bucket; unset: `<project>-<stack>-data` (lowercased, other characters as `-`, cut to 63 with a hash)."""
+    """The data and checkpoint bucket; unset: `<project>-<stack>-data` (lowercased, other characters as `-`,
+    cut to 63 with a hash)."""
     location: str | None = None
     """Bucket location; unset: the region."""
     namespace: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)

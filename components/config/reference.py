@@ -75,7 +75,7 @@ def rows(model: type[BaseModel] = StackConfig, prefix: str = "") -> Iterator[tup
         if inner is not None:
             yield from rows(inner, f"{key}[]." if is_list else f"{key}.")
             continue
-        what = field.description or ""
+        what = " ".join((field.description or "").split())  # a docstring may wrap; a table cell may not
         if allowed := _allowed(field.annotation):
             what += f" Allowed: {', '.join(allowed)}."
         yield key, what, _default(field)

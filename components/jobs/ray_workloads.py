@@ -88,7 +88,8 @@ class RayPods:
     def cluster_spec(
         self, groups: list[tuple[TpuSliceConfig, int, int, bool]], code: WorkloadCode | None = None
     ) -> dict:
-        """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on every pod."""
+        """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on
+        every pod."""
         self._code = code
         return {
             "headGroupSpec": {"rayStartParams": {}, "template": self._head_template()},

@@ -23,7 +23,9 @@ from components.jobs.torch_workloads import (
 from components.kube.workload_target import WorkloadTarget
 
 SCRIPT_DIR = "/smoke"
-ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data. Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
+ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data.
+
+Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
 import os
 import sys
 import time

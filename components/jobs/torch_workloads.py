@@ -1,4 +1,5 @@
-"""The FSDP fine-tune on A4: a headless Service and an Indexed Job running torchrun on every node (docs/cloud-facts.md: the A4 fine-tune).
+"""The FSDP fine-tune on A4: a headless Service and an Indexed Job running torchrun on every node
+(docs/cloud-facts.md: the A4 fine-tune).
 
 One pod per node (parallelism = completions = nodes, `nvidia.com/gpu` = the machine's GPUs), rendezvous on
 pod 0 through the Service; the pod's extra NICs are the RDMA Networks in `GpuMachine` order; NCCL and gIB
@@ -38,7 +39,8 @@ GCS_FUSE_MOUNT_OPTIONS = (
 
 
 def nccl_env(tuner_config: str) -> dict[str, str]:
-    """The A4 tutorial's NCCL settings for gIB over RoCE (docs/cloud-facts.md: the A4 fine-tune); the tuner file is the machine's."""
+    """The A4 tutorial's NCCL settings for gIB over RoCE (docs/cloud-facts.md: the A4 fine-tune); the tuner
+    file is the machine's."""
     return {
         "NCCL_NET": "gIB",
         "NCCL_CROSS_NIC": "0",
@@ -69,7 +71,8 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
         "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
         f"--rdzv_endpoint={job.name}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
     ]  # fmt: skip
-    unpack = f"python -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' {shlex.quote(code_path)} /tmp/code"
+    extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
+    unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
     # $JOB_COMPLETION_INDEX must reach the shell unquoted; every other word is quoted.
     command = " ".join(word if word.startswith("--node_rank") else shlex.quote(word) for word in torchrun)
     return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\nexec {command}\n"

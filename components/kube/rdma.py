@@ -17,7 +17,8 @@ from components.facts import gke, topology
 from components.infra.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
-# The tutorial's pin (docs/cloud-facts.md: the A4 fine-tune); its bundled NCCL 2.26 matches the CUDA 12.8 images the jobs use.
+# The tutorial's pin (docs/cloud-facts.md: the A4 fine-tune); its bundled NCCL 2.26 matches the CUDA 12.8 images
+# the jobs use.
 GIB_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"

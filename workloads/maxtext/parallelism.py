@@ -176,7 +176,8 @@ def _resolve_kind(kind: str, values: Mapping[str, int], mesh_axes: Sequence[str]
     if filled:
         if target % fixed_product:
             raise ParallelismError(
-                f"{filled[0]}=-1 cannot be filled in: {_describe(kind, fixed, 'other ')} multiplies to {fixed_product}, "
+                f"{filled[0]}=-1 cannot be filled in: {_describe(kind, fixed, 'other ')} "
+                f"multiplies to {fixed_product}, "
                 f"which does not divide the job's {target} {KINDS[kind]}; allowed are {kind}_* sizes whose "
                 f"product divides {target}"
             )

@@ -117,7 +117,8 @@ def maxtext(values, index=0):
         (
             lambda v: maxtext(v).update(ici={"tensor": 4, "fsdp": 2}),
             (
-                "ici_fsdp_parallelism=2 x ici_tensor_parallelism=4 multiplies to 8, but the job has 16 chips per slice: "
+                "ici_fsdp_parallelism=2 x ici_tensor_parallelism=4 multiplies to 8, "
+                "but the job has 16 chips per slice: "
                 "allowed are ici_* sizes whose product is 16"
             ),
         ),
@@ -135,8 +136,9 @@ def maxtext(values, index=0):
         (
             lambda v: maxtext(v).update(dcn={"data": 2}, minSlices=1),
             (
-                'trainyard:jobs.maxtext[0].dcn: {"data": 2} cannot run: dcn_data_parallelism=2 multiplies to 2, but the job '
-                "has 1 slices: allowed are dcn_* sizes whose product is 1, or one dcn_* axis at -1 for MaxText to fill in "
+                'trainyard:jobs.maxtext[0].dcn: {"data": 2} cannot run: dcn_data_parallelism=2 multiplies to 2, '
+                "but the job has 1 slices: allowed are dcn_* sizes whose product is 1, "
+                "or one dcn_* axis at -1 for MaxText to fill in "
                 "(the job is elastic over 1..2 slices and fails at 1"
             ),
         ),

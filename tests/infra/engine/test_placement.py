@@ -76,7 +76,8 @@ def test_a_pod_sent_to_tpu_nodes_without_asking_for_chips_does_not_tolerate_thei
 
     [problem] = run_with(dev_plan, "RayJob", "llama3-8b", head_on_tpu_nodes)
     assert problem.endswith(
-        "(headGroupSpec): it tolerates no taint of the pools it selects; pool v6e-16-0 has google.com/tpu=present:NoSchedule"
+        "(headGroupSpec): it tolerates no taint of the pools it selects; "
+        "pool v6e-16-0 has google.com/tpu=present:NoSchedule"
     )
 
 

@@ -25,7 +25,10 @@ def test_the_dev_plan_fits_the_provider(dev_plan):
         (
             "v6e-16-0",
             lambda i: i["nodeConfig"].update(machinetype=i["nodeConfig"].pop("machineType")),
-            "NodePool v6e-16-0: nodeConfig.machinetype: is not a property of NodePoolNodeConfig (did you mean 'machineType'?)",
+            (
+                "NodePool v6e-16-0: nodeConfig.machinetype: is not a property of NodePoolNodeConfig "
+                "(did you mean 'machineType'?)"
+            ),
         ),
         (
             "v6e-16-0",

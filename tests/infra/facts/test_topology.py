@@ -87,7 +87,10 @@ def test_a4_shape():
 
 def test_topology_imports_without_pulumi():
     """The policy pack and the trainers' launchers import it where Pulumi is not installed."""
-    code = "import sys; sys.modules['pulumi'] = None; import components.facts.topology as t; print(t.tpu_slice('v6e', '4x4').vms)"
+    code = (
+        "import sys; sys.modules['pulumi'] = None; import components.facts.topology as t; "
+        "print(t.tpu_slice('v6e', '4x4').vms)"
+    )
     result = subprocess.run([sys.executable, "-c", code], check=False, cwd=PROJECT_DIR, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "4"

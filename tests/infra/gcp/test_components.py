@@ -120,7 +120,9 @@ def test_outputs(dev_plan):
         "bucket": "trainyard-dev-data",
         "tpuPools": ["v6e-16-0", "v6e-16-1"],
         "gpuPools": ["gpu-nodepool-dws"],
-        "getCredentials": "gcloud container clusters get-credentials trainyard-dev --location us-east5-b --project trainyard-dev",
+        "getCredentials": (
+            "gcloud container clusters get-credentials trainyard-dev --location us-east5-b --project trainyard-dev"
+        ),
     }
 
 

@@ -59,7 +59,10 @@ def test_allgather_smoke_script_checks_every_rank(tmp_path):
         "OMP_NUM_THREADS": "1",
     }
     result = subprocess.run(
-        [str(TORCHRUN), "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:0", str(script)],
+        [
+            str(TORCHRUN), "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:0",
+            str(script),
+        ],
         check=False, cwd=tmp_path, capture_output=True, text=True, timeout=180, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]

@@ -50,9 +50,11 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
         "--chips-per-host", "4", "--max-failures", "0", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
     ]  # fmt: skip
     overrides = parse_overrides(maxtext)
-    assert {k: overrides[k] for k in ("model_name", "steps", "per_device_batch_size", "max_target_length", "run_name")} == {
-        "model_name": "llama3-8b", "steps": "100", "per_device_batch_size": "4", "max_target_length": "4096", "run_name": "llama3-8b",
+    expected = {
+        "model_name": "llama3-8b", "steps": "100", "per_device_batch_size": "4", "max_target_length": "4096",
+        "run_name": "llama3-8b",
     }  # fmt: skip
+    assert {key: overrides[key] for key in expected} == expected
     assert overrides["base_output_directory"] == "/data/maxtext"
     mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
     assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"data": 2})
@@ -174,9 +176,8 @@ def test_fsdp_job(dev_plan):
     assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     spec = job["spec"]
-    assert (spec["suspend"], spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (
-        True, "Indexed", 2, 2, 0,
-    )  # fmt: skip
+    shape = ("suspend", "completionMode", "completions", "parallelism", "backoffLimit")
+    assert tuple(spec[key] for key in shape) == (True, "Indexed", 2, 2, 0)
     pod = spec["template"]
     annotations = pod["metadata"]["annotations"]
     assert annotations["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "7200"
