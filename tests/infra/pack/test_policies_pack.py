@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -23,11 +25,12 @@ from tests.infra.helpers.plans import PROJECT_DIR
 POLICIES_DIR = PROJECT_DIR / "policies"
 
 
-@pytest.fixture(scope="module")
-def analyzer():
+@contextmanager
+def served_pack(python: str) -> Iterator[str]:
+    """Start the pack as the CLI's Python policy host does and yield the port it serves on."""
     # cwd is the pack directory, as under the CLI; the pack must find the project root by itself.
     process = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
+        [python, "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
         cwd=POLICIES_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -36,13 +39,19 @@ def analyzer():
     try:
         port = process.stdout.readline().strip()
         assert port.isdigit(), process.stderr.read() if process.poll() is not None else port
+        yield port
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    with served_pack(sys.executable) as port:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=30)
         yield analyzer_pb2_grpc.AnalyzerStub(channel)
         channel.close()
-    finally:
-        process.kill()
-        process.wait(timeout=10)
 
 
 def test_pack_serves_every_policy_with_its_level(analyzer):
@@ -107,16 +116,5 @@ def test_pack_starts_in_its_own_venv_without_the_programs_dependencies(pack_venv
         timeout=60,
     )
     assert missing.stdout.strip() == "[]"
-    process = subprocess.Popen(
-        [str(pack_venv_python), "-m", "pulumi.policy", "127.0.0.1:1", str(POLICIES_DIR)],
-        cwd=POLICIES_DIR,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        port = process.stdout.readline().strip()
-        assert port.isdigit(), process.stderr.read() if process.poll() is not None else port
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    with served_pack(str(pack_venv_python)) as port:
+        assert int(port) > 0
