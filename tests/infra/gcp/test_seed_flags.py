@@ -1,7 +1,7 @@
 """One assertion per gcloud flag of the seeds, on the engine-shaped inputs of the dev stack's plan.
 
-Sources: ../shared/reference/FACTS.md A (the A4/DWS tutorial's setup.sh) and the node-pool commands of
-seeds/ray-maxtext-multislice-gke.txt and seeds/first-jax-job-tpu-gke.txt.
+Sources: docs/cloud-facts.md ("the A4 fine-tune": the A4/DWS tutorial's setup.sh) and the node-pool commands
+of the Ray MaxText multislice and first-JAX-job TPU tutorials.
 """
 
 from __future__ import annotations
