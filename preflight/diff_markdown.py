@@ -1,0 +1,160 @@
+"""A `PlanDiff` as Markdown for a pull-request comment: a loud warning for replacements, the resources added,
+removed, moved and changed (every changed property, old -> new), policy verdicts, cost, and a Mermaid diagram."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from components.facts.gke import NODE_POOL_TYPE
+from preflight.plan import integral_as_int
+from preflight.plan_diff import NODES_MIGRATED, PlanDiff
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    text = "—" if value is None else json.dumps(integral_as_int(value), sort_keys=True, ensure_ascii=False)
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def _short_type(type_: str) -> str:
+    return type_.rsplit(":", 1)[-1]
+
+
+def _replacement_warning(diff: PlanDiff) -> list[str]:
+    lines = []
+    for change in diff.replaced:
+        paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
+        lines.append(
+            f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
+            f"because of {paths}."
+        )
+    for change in diff.changed:
+        migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
+        if change.type == NODE_POOL_TYPE and migrated and not change.replaced:
+            lines.append(
+                f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
+                "(rolling migration); the pool itself stays."
+            )
+    return ["> [!CAUTION]", *lines, ""] if lines else []
+
+
+def _resource_table(title: str, resources: list[Mapping[str, Any]]) -> list[str]:
+    if not resources:
+        return []
+    rows = [f"| `{r['name']}` | `{r['type']}` |" for r in sorted(resources, key=lambda r: r["urn"])]
+    return [f"### {title} ({len(resources)})", "", "| resource | type |", "| --- | --- |", *rows, ""]
+
+
+def _moved_section(diff: PlanDiff) -> list[str]:
+    if not diff.moved:
+        return []
+    rows = [
+        f"| `{new.rsplit('::', 1)[-1]}` | `{old.split('::')[2]}` | `{new.split('::')[2]}` |" for old, new in diff.moved
+    ]
+    return [
+        f"### Moved by an alias, not replaced ({len(diff.moved)})",
+        "",
+        "| resource | was | now |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
+def _changed_section(diff: PlanDiff) -> list[str]:
+    if not diff.changed:
+        return []
+    lines = [f"### Changed ({len(diff.changed)})", ""]
+    for change in diff.changed:
+        marker = " — **replaced**" if change.replaced else ""
+        lines += [
+            f"**{_short_type(change.type)} `{change.name}`**{marker}",
+            "",
+            "| property | old | new | effect |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {'forces replacement' if c.replaces else ''} |"
+            for c in change.changes
+        ]
+        lines.append("")
+    return lines
+
+
+def _verdict_section(diff: PlanDiff) -> list[str]:
+    if not (diff.new_verdicts or diff.resolved_verdicts):
+        return ["### Policy verdicts", "", "No change in policy verdicts.", ""]
+    lines = ["### Policy verdicts", "", "| | level | policy | resource | message |", "| --- | --- | --- | --- | --- |"]
+    for sign, verdicts in (("new", diff.new_verdicts), ("resolved", diff.resolved_verdicts)):
+        for v in verdicts:
+            resource = v.urn.rsplit("::", 1)[-1] if v.urn else "(stack)"
+            message = v.message.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {sign} | {v.level} | `{v.policy}` | `{resource}` | {message} |")
+    return [*lines, ""]
+
+
+def _cost_row(label: str, base: float, head: float) -> str:
+    return f"| {label} | {base:,.2f} | {head:,.2f} | {head - base:+,.2f} |"
+
+
+def _cost_section(diff: PlanDiff) -> list[str]:
+    head = diff.head_cost
+    if head is None:
+        return []
+    base_min = diff.base_cost.min_usd_per_hour if diff.base_cost else 0.0
+    base_max = diff.base_cost.max_usd_per_hour if diff.base_cost else 0.0
+    lines = [
+        "### Cost ($/hour)",
+        "",
+        "| | base | head | change |",
+        "| --- | ---: | ---: | ---: |",
+        _cost_row("minimum scale", base_min, head.min_usd_per_hour),
+        _cost_row("maximum scale", base_max, head.max_usd_per_hour),
+        "",
+    ]
+    unpriced = [f"`{item.name}` ({item.reason})" for item in head.unpriced]
+    if unpriced:
+        lines += [f"Unpriced (left out of the totals): {', '.join(unpriced)}.", ""]
+    return lines
+
+
+def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) -> list[str]:
+    """A Mermaid flowchart of the component tree (parent -> child), changes coloured."""
+    ids = {r["urn"]: f"r{index}" for index, r in enumerate(resources)}
+    status = {}
+    if diff is not None:
+        status.update({r["urn"]: "added" for r in diff.added})
+        status.update({c.urn: "replaced" if c.replaced else "changed" for c in diff.changed})
+    lines = ["```mermaid", "flowchart LR"]
+    for r in resources:
+        label = f"{r['name']}<br/><small>{_short_type(r['type'])}</small>".replace('"', "'")
+        lines.append(f'  {ids[r["urn"]]}["{label}"]' + (f":::{status[r['urn']]}" if r["urn"] in status else ""))
+    lines += [f"  {ids[r['parent']]} --> {ids[r['urn']]}" for r in resources if r.get("parent") in ids]
+    lines += [
+        "  classDef added fill:#d4f7d4,stroke:#2a7a2a",
+        "  classDef changed fill:#fff3c4,stroke:#a07a00",
+        "  classDef replaced fill:#ffd6d6,stroke:#b00020,stroke-width:3px",
+        "```",
+    ]
+    return lines
+
+
+def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
+    summary = (
+        f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
+        f"({len(diff.replaced)} replaced)" + (f", {len(diff.moved)} moved by an alias" if diff.moved else "")
+    )
+    lines = [
+        f"## trainyard preflight diff — stack `{diff.stack}`",
+        "",
+        f"`{base_label}` → `{head_label}`: {summary}",
+        "",
+    ]
+    lines += _replacement_warning(diff)
+    lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _moved_section(diff)
+    lines += _changed_section(diff)
+    lines += _verdict_section(diff) + _cost_section(diff)
+    lines += ["<details><summary>Stack diagram</summary>", "", *mermaid(diff.head_resources, diff), "", "</details>"]
+    return "\n".join(lines) + "\n"

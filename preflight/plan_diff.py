@@ -1,0 +1,213 @@
+"""The pure comparison of two plans (`Plan.to_json()` shapes): what was added, removed, moved and changed.
+
+Both plans are judged by the working tree's pack and price book, so differences come from the stack, not from
+edits to the rules. `preflight diff` (diff.py) plans the two revisions; `diff_markdown.py` renders the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.facts import cost
+from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
+from preflight import policy_runner
+
+# Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
+# - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,
+#   schemaNodePool + ResourceContainerNodePool: name, namePrefix, cluster, location, project,
+#   placementPolicy, queuedProvisioning, maxPodsPerNode, initialNodeCount, and in networkConfig
+#   createPodRange, podRange, podIpv4CidrBlock, additionalNodeNetworkConfigs,
+#   additionalPodNetworkConfigs, podCidrOverprovisionConfig, subnetwork.
+# - nodeConfig (node_config.go, schemaNodeConfig): ForceNew except the fields nodePoolNodeConfigUpdate
+#   changes in place (NODE_CONFIG_IN_PLACE). machineType/diskType/diskSizeGb became in-place in
+#   terraform-provider-google v5.10.0 (GoogleCloudPlatform/magic-modules PR #9575): the nodes are
+#   migrated, the pool stays. guestAccelerators (incl. gpuDriverInstallationConfig) still replace the pool
+#   (hashicorp/terraform-provider-google issue #23248).
+# - cluster: resource_container_cluster.go ForceNew fields below; on a cluster, nodeConfig is the default
+#   pool's config and any ForceNew sub-field replaces the whole cluster.
+NODE_POOL_REPLACE = (
+    "name",
+    "namePrefix",
+    "cluster",
+    "location",
+    "project",
+    "placementPolicy",
+    "queuedProvisioning",
+    "maxPodsPerNode",
+    "initialNodeCount",
+    "networkConfig.createPodRange",
+    "networkConfig.podRange",
+    "networkConfig.podIpv4CidrBlock",
+    "networkConfig.additionalNodeNetworkConfigs",
+    "networkConfig.additionalPodNetworkConfigs",
+    "networkConfig.podCidrOverprovisionConfig",
+    "networkConfig.subnetwork",
+)
+NODE_CONFIG_IN_PLACE = (
+    "labels",
+    "resourceLabels",
+    "resourceManagerTags",
+    "taints",
+    "tags",
+    "imageType",
+    "workloadMetadataConfig",
+    "kubeletConfig",
+    "linuxNodeConfig",
+    "gcfsConfig",
+    "loggingVariant",
+    "fastSocket",
+    "containerdConfig",
+    "storagePools",
+    "windowsNodeConfig",
+    "machineType",
+    "diskType",
+    "diskSizeGb",
+)
+NODES_MIGRATED = ("nodeConfig.machineType", "nodeConfig.diskType", "nodeConfig.diskSizeGb")
+CLUSTER_REPLACE = (
+    "name",
+    "location",
+    "project",
+    "network",
+    "subnetwork",
+    "description",
+    "initialNodeCount",
+    "ipAllocationPolicy",
+    "clusterIpv4Cidr",
+    "networkingMode",
+    "enableAutopilot",
+    "enableKubernetesAlpha",
+    "enableTpu",
+    "defaultMaxPodsPerNode",
+    "datapathProvider",
+    "enableMultiNetworking",
+    "masterAuth.clientCertificateConfig",
+    "privateClusterConfig.masterIpv4CidrBlock",
+    "privateClusterConfig.privateEndpointSubnetwork",
+    "nodePools",
+)
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    path: str
+    old: Any
+    new: Any
+    replaces: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    urn: str
+    type: str
+    name: str
+    changes: tuple[PropertyChange, ...]
+
+    @property
+    def replaced(self) -> bool:
+        return any(change.replaces for change in self.changes)
+
+
+@dataclass
+class PlanDiff:
+    stack: str
+    added: list[Mapping[str, Any]] = field(default_factory=list)
+    removed: list[Mapping[str, Any]] = field(default_factory=list)
+    changed: list[ResourceChange] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (base URN, head URN) joined by an alias
+    new_verdicts: list[policy_runner.Verdict] = field(default_factory=list)
+    resolved_verdicts: list[policy_runner.Verdict] = field(default_factory=list)
+    base_cost: cost.StackCost | None = None
+    head_cost: cost.StackCost | None = None
+    head_resources: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def replaced(self) -> list[ResourceChange]:
+        return [change for change in self.changed if change.replaced]
+
+
+# ---- the pure comparison -------------------------------------------------------------------------
+
+
+def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping) and value:
+        for key in sorted(value):
+            yield from _leaves(value[key], f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{prefix}[{index}]")
+    else:
+        yield prefix, value
+
+
+def property_changes(type_: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[PropertyChange]:
+    """Every leaf property that differs, as dotted paths (list items as ``[i]``)."""
+    before, after = dict(_leaves(old)), dict(_leaves(new))
+    missing = object()
+    changes = []
+    for path in sorted(set(before) | set(after)):
+        old_value, new_value = before.get(path, missing), after.get(path, missing)
+        if old_value != new_value:
+            changes.append(
+                PropertyChange(
+                    path,
+                    None if old_value is missing else old_value,
+                    None if new_value is missing else new_value,
+                    forces_replacement(type_, path),
+                )
+            )
+    return changes
+
+
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    plain = path.split("[", 1)[0]
+    return any(plain == prefix or plain.startswith(prefix + ".") for prefix in prefixes)
+
+
+def forces_replacement(type_: str, path: str) -> bool:
+    if type_ == NODE_POOL_TYPE:
+        if path.startswith("nodeConfig."):
+            return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE))
+        return _under(path, NODE_POOL_REPLACE)
+    if type_ == CLUSTER_TYPE:
+        if path.startswith("nodeConfig."):
+            return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE[:-3]))
+        return _under(path, CLUSTER_REPLACE)
+    return False
+
+
+def _verdict_key(verdict: policy_runner.Verdict) -> tuple[str, str, str, str]:
+    return verdict.policy, verdict.level, verdict.urn, verdict.message
+
+
+def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mapping[str, Any] | None = None) -> PlanDiff:
+    """The difference between two plans (``Plan.to_json()`` shapes); base may be empty ``{}``."""
+    base_resources = {r["urn"]: r for r in base.get("resources", [])}
+    head_resources = {r["urn"]: r for r in head.get("resources", [])}
+    result = PlanDiff(stack=str(head.get("stack", "?")), head_resources=list(head_resources.values()))
+    # The engine treats a resource whose alias names a base URN as that resource: moved, not replaced.
+    base_urn_of = {urn: urn for urn in head_resources.keys() & base_resources.keys()}
+    for urn, resource in head_resources.items():
+        earlier = [
+            alias for alias in resource.get("aliases", []) if alias in base_resources and urn not in base_resources
+        ]
+        if earlier:
+            base_urn_of[urn] = earlier[0]
+            result.moved.append((earlier[0], urn))
+    result.added = [r for urn, r in head_resources.items() if urn not in base_urn_of]
+    result.removed = [r for urn, r in base_resources.items() if urn not in base_urn_of.values()]
+    for urn, base_urn in base_urn_of.items():
+        old, new = base_resources[base_urn], head_resources[urn]
+        changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {})
+        if changes:
+            result.changed.append(ResourceChange(urn, new["type"], new["name"], tuple(changes)))
+    result.changed.sort(key=lambda change: (not change.replaced, change.urn))
+    base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, pack_config)} if base else {}
+    head_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(head, pack_config)}
+    result.new_verdicts = [v for key, v in head_verdicts.items() if key not in base_verdicts]
+    result.resolved_verdicts = [v for key, v in base_verdicts.items() if key not in head_verdicts]
+    result.base_cost = cost.estimate(base.get("resources", [])) if base else None
+    result.head_cost = cost.estimate(head.get("resources", []))
+    return result
