@@ -66,13 +66,33 @@ def crd_search_path() -> tuple[Path, ...]:
     return (CACHE_CRD_DIR, VENDORED_CRD_DIR)
 
 
+@dataclass(frozen=True)
+class PinnedFile:
+    repo: str
+    commit: str
+    path: str
+    outputs: Mapping[str, str]  # "<group>/<version>/<kind>.json" -> expected sha256
+
+    def url(self, base_url: str) -> str:
+        return f"{base_url.rstrip('/')}/{self.repo}/{self.commit}/{self.path}"
+
+
+def load_sources(sources_file: Path = SOURCES_FILE) -> tuple[str, list[PinnedFile]]:
+    """The default base URL and every pinned CRD file listed in `sources_file`."""
+    document = json.loads(sources_file.read_text(encoding="utf-8"))
+    pins = [
+        PinnedFile(source["repo"], source["commit"], entry["path"], dict(entry["outputs"]))
+        for source in document["sources"]
+        for entry in source["files"]
+    ]
+    return document["base_url"], pins
+
+
 @cache
 def pinned_schema_files(sources_file: Path = SOURCES_FILE) -> frozenset[str]:
     """Every `<group>/<version>/<kind lower>.json` that schema_sources.json pins."""
-    document = json.loads(sources_file.read_text(encoding="utf-8"))
-    return frozenset(
-        relative for source in document["sources"] for entry in source["files"] for relative in entry["outputs"]
-    )
+    _, pins = load_sources(sources_file)
+    return frozenset(relative for pin in pins for relative in pin.outputs)
 
 
 def make_strict(schema: dict[str, Any]) -> dict[str, Any]:

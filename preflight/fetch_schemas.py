@@ -21,13 +21,12 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from preflight.crd_schemas import CACHE_CRD_DIR, SOURCES_FILE
+from preflight.crd_schemas import CACHE_CRD_DIR, SOURCES_FILE, PinnedFile, load_sources
 
 JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-04/schema#"
 DOWNLOAD_TIMEOUT_SECONDS = 60
@@ -36,28 +35,6 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class FetchError(RuntimeError):
     """A download, conversion or hash check failed; the message names the file and what to do."""
-
-
-@dataclass(frozen=True)
-class PinnedFile:
-    repo: str
-    commit: str
-    path: str
-    outputs: Mapping[str, str]  # "<group>/<version>/<kind>.json" -> expected sha256
-
-    def url(self, base_url: str) -> str:
-        return f"{base_url.rstrip('/')}/{self.repo}/{self.commit}/{self.path}"
-
-
-def load_sources(sources_file: Path = SOURCES_FILE) -> tuple[str, list[PinnedFile]]:
-    """The default base URL and every pinned CRD file listed in `sources_file`."""
-    document = json.loads(sources_file.read_text(encoding="utf-8"))
-    pins = [
-        PinnedFile(source["repo"], source["commit"], entry["path"], dict(entry["outputs"]))
-        for source in document["sources"]
-        for entry in source["files"]
-    ]
-    return document["base_url"], pins
 
 
 def schema_json(kind: str, group: str, version: str, open_api_schema: Mapping[str, Any]) -> bytes:

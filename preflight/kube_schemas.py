@@ -29,6 +29,7 @@ from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 from referencing import Registry, Resource
 
+from components.facts.gke import QUANTITY_PATTERN
 from preflight.crd_schemas import KUBE_FORMATS, SchemaUnavailable, UnknownKind, find_crd_schema
 from preflight.kube_names import SchemaProblem, format_path, metadata_problems
 
@@ -37,11 +38,6 @@ OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # apimachinery types (DeleteOptions, WatchEvent...) claim every group/version, even long-removed ones.
 _NOT_APPLIABLE = "io.k8s.apimachinery."
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-# apimachinery's quantity syntax, exactly as controller-gen writes it into CRDs (e.g. Kueue nominalQuota);
-# the built-in schemas accept any string where the API server would reject "eight" or "16 Gi".
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 _FORMAT_MEANING = {
     "byte": "base64-encoded data (plain text belongs in stringData)",
     "int32": "a 32-bit integer",
@@ -103,6 +99,7 @@ def builtin_catalog(minor: str) -> BuiltinCatalog:
     folder = resources.files(kubernetes_validate) / "kubernetes-json-schema" / f"v{minor}.0-local-strict"
     definitions = json.loads((folder / "_definitions.json").read_text(encoding="utf-8"))
     quantity_as_string = definitions["$defs"][QUANTITY]["oneOf"][0]
+    # The built-in schemas accept any string where the API server would reject "eight" or "16 Gi".
     quantity_as_string["pattern"] = QUANTITY_PATTERN
     definition_by_kind = {
         (gvk["group"], gvk["version"], gvk["kind"]): name

@@ -31,11 +31,7 @@ from policies.props import items, lookup
 from policies.workloads import RAY_KINDS, kind_of, pod_templates, selects_pool
 
 CHECKED_RESOURCES = ("cpu", "memory", "ephemeral-storage", gke.TPU_RESOURCE, gke.GPU_RESOURCE)
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-}  # fmt: skip
+_QUANTITY = re.compile(gke.QUANTITY_PATTERN)
 Taint = tuple[str, str, str]
 
 
@@ -44,9 +40,12 @@ def parse_quantity(value: Any) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     match = _QUANTITY.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIX:
+    if not match:
         raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+    number, suffix = (match.group(1) or "") + match.group(2), match.group(6) or ""
+    if suffix[:1] in ("e", "E"):
+        return float(number + suffix)
+    return float(number) * gke.QUANTITY_SUFFIXES[suffix]
 
 
 def show_amount(resource: str, amount: float) -> str:
@@ -81,6 +80,20 @@ class PodGroup:
     one_pool: bool
     queue: tuple[str, str] | None  # (namespace, LocalQueue name) when Kueue admits it
     daemon: bool = False
+
+
+@dataclass(frozen=True)
+class Miss:
+    """Why a pod fits nowhere, and how far it got (labels 0, taints 1, resources 2, count 3): of several
+    Kueue flavors, the one that got furthest is the closest miss."""
+
+    stage: int
+    reason: str
+
+
+LABELS, TAINTS, RESOURCES, COUNT = range(4)
+# Pods per node for a pod that requests nothing: only the kubelet's pod limit bounds it, not modelled here.
+NO_REQUEST_LIMIT = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -240,7 +253,7 @@ def untolerated(spec: Mapping[str, Any], pool: Pool) -> list[Taint]:
 
 def pods_per_node(requests: Mapping[str, float], free: Mapping[str, float]) -> int:
     counts = [math.floor(free.get(name, 0.0) / amount) for name, amount in requests.items() if amount > 0]
-    return min(counts) if counts else 1_000_000
+    return min(counts) if counts else NO_REQUEST_LIMIT
 
 
 def daemon_overhead(groups: list[PodGroup], pools: list[Pool]) -> dict[str, dict[str, float]]:
@@ -280,31 +293,32 @@ def explain_resources(
 
 def place(
     group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]
-) -> str | None:
+) -> Miss | None:
     """None when the pods fit; otherwise why not, naming the closest miss."""
     labelled = [pool for pool in pools if selects_pool(spec, pool.facts)]
     if not labelled:
         selector = {**(spec.get("nodeSelector") or {})}
         names = ", ".join(pool.name for pool in pools)
-        return f"its node selector {selector} and node affinity match no node pool (pools: {names})"
+        return Miss(LABELS, f"its node selector {selector} and node affinity match no node pool (pools: {names})")
     tolerated = [pool for pool in labelled if not untolerated(spec, pool)]
     if not tolerated:
         pool = labelled[0]
         taints = ", ".join(f"{k}={v}:{e}" for k, v, e in untolerated(spec, pool))
-        return f"it tolerates no taint of the pools it selects; pool {pool.name} has {taints}"
+        return Miss(TAINTS, f"it tolerates no taint of the pools it selects; pool {pool.name} has {taints}")
     requests = pod_requests(spec)
     per_node = {pool.name: pods_per_node(requests, free[pool.name]) for pool in tolerated}
     fitting = [pool for pool in tolerated if per_node[pool.name] > 0]
     if not fitting:
-        return explain_resources(spec, requests, tolerated, free)
+        return Miss(RESOURCES, explain_resources(spec, requests, tolerated, free))
     capacity = [per_node[pool.name] * pool.max_nodes for pool in fitting]
-    if group.daemon or (max(capacity) if group.one_pool else sum(capacity)) >= group.pods:
+    if (max(capacity) if group.one_pool else sum(capacity)) >= group.pods:
         return None
     best = max(fitting, key=lambda pool: per_node[pool.name] * pool.max_nodes)
     where = "in one pool" if group.one_pool else "across its pools"
-    return (
+    return Miss(
+        COUNT,
         f"needs {group.pods} pods {where}, but pool {best.name} holds at most "
-        f"{per_node[best.name] * best.max_nodes} ({best.max_nodes} nodes x {per_node[best.name]} per node)"
+        f"{per_node[best.name] * best.max_nodes} ({best.max_nodes} nodes x {per_node[best.name]} per node)",
     )
 
 
@@ -322,9 +336,10 @@ def check_placement(resources: list[Mapping[str, Any]]) -> tuple[int, list[Place
         admitted = [with_flavor(group.spec, flavor) for flavor in flavors]
         candidates = [spec for spec in admitted if spec is not None] or [group.spec]
         decide = _daemon_reason if group.daemon else place
-        reasons = [decide(group, spec, pools, free) for spec in candidates]
-        if all(reason is not None for reason in reasons):
-            problems.append(PlacementProblem(group.workload, group.where, _best(reasons)))
+        misses = [decide(group, spec, pools, free) for spec in candidates]
+        if all(miss is not None for miss in misses):
+            closest = max(misses, key=lambda miss: miss.stage)  # the first of equals: the flavors' order
+            problems.append(PlacementProblem(group.workload, group.where, closest.reason))
     return len(groups), problems
 
 
@@ -334,15 +349,9 @@ def _minus(overhead: Mapping[str, float], own: Mapping[str, float]) -> dict[str,
 
 def _daemon_reason(
     group: PodGroup, spec: Mapping[str, Any], pools: list[Pool], free: Mapping[str, dict[str, float]]
-) -> str | None:
+) -> Miss | None:
     """A DaemonSet runs on every node it selects and tolerates: its pod must fit each such pool."""
     landing = [pool for pool in pools if selects_pool(spec, pool.facts) and not untolerated(spec, pool)]
     requests = pod_requests(spec)
     short = [pool for pool in landing if pods_per_node(requests, free[pool.name]) < 1]
-    return explain_resources(spec, requests, short, free) if short else None
-
-
-def _best(reasons: list[str | None]) -> str:
-    """Of several flavors' reasons, the one about resources (the closest miss) if any."""
-    texts = [reason for reason in reasons if reason]
-    return next((text for text in texts if text.startswith(("container", "needs"))), texts[0])
+    return Miss(RESOURCES, explain_resources(spec, requests, short, free)) if short else None

@@ -64,7 +64,7 @@ class RayClusterConfig(ConfigModel):
     """The standalone RayCluster's name."""
     image: str = "rayproject/ray:2.60.0-py312-tpu"  # the Ray the trainer is tested with
     """Ray image of heads and workers."""
-    head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (e2-standard-8: 7.91 allocatable)
+    head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (the placement check says so)
     """CPU request of a Ray head (it lands on the system pool)."""
     head_memory: str = Field("16Gi", pattern=QUANTITY)
     """Memory of a Ray head."""

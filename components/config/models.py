@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, STACK_NAME, ZONE, ConfigModel, Int
 from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
-from components.facts.gcp_names import NODE_POOL_NAME_MAX
+from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
 
 TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]
 GpuCapacity = Literal["dwsQueued", "flexStart", "spot", "onDemand", "reservation"]
@@ -35,7 +35,7 @@ class SystemPoolConfig(ConfigModel):
 
 
 class ClusterConfig(ConfigModel):
-    name: str = Field("trainyard", pattern=DNS_LABEL, max_length=40)
+    name: str = Field("trainyard", pattern=DNS_LABEL, max_length=CLUSTER_NAME_MAX)
     """The GKE cluster's name; also the prefix of its networks and firewall rules."""
     release_channel: ReleaseChannel = "REGULAR"
     """GKE release channel; UNSPECIFIED keeps auto-upgrade off, as DWS pools want."""
@@ -105,7 +105,7 @@ class TpuSliceConfig(ConfigModel):
 
 
 class GpuPoolConfig(ConfigModel):
-    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)
     """Node pool name."""
     machine_type: str = topology.A4_MACHINE_TYPE
     """GPU machine type."""
