@@ -7,6 +7,7 @@ import pulumi
 from components.config.models import StackConfig
 from components.infra.cluster import Cluster
 from components.infra.gpu_pools import GpuPools
+from components.infra.images import TrainerImages
 from components.infra.network import Networks
 from components.infra.storage import Storage
 from components.infra.tpu_slices import TpuSlices
@@ -47,17 +48,21 @@ class TrainyardStack(pulumi.ComponentResource):
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
         self.code = WorkloadCode("workload-code", provider, namespace, child) if needs_code else None
+        runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
+        trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
+        self.images = TrainerImages("images", config, trainers, child) if trainers else None
         self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
         queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None
-        if jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices):
+        if runs_ray:
             target = queued.after(self.workload_namespace.service_account)
-            self.ray = RayWorkloads("ray", config, target, self.code, self.dranet, child)
+            image = self.images.refs["maxtext"]
+            self.ray = RayWorkloads("ray", config, target, image, self.code, self.dranet, child)
         self.torch = None
         if jobs.enabled_fsdp:
             target = with_rdma.after(self.workload_namespace.service_account)
-            self.torch = TorchWorkloads("torch", config, target, self.code, child)
+            self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code, child)
         self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
 
     def outputs(self) -> dict[str, object]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
+from components.facts.images import PINNED_WORDS, pin_problem
 from policies.props import as_number, is_true, is_unknown, lookup
 from policies.workloads import (
     BATCH_KINDS,
@@ -38,6 +39,30 @@ def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_vio
                 report_violation(
                     f"{kind} '{args.name}' {template.where}: container '{lookup(container, 'name')}' is privileged "
                     "but the pod neither requests accelerators nor selects accelerator nodes.",
+                    None,
+                )
+
+
+def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every container image pinned by digest or an exact version tag.
+
+    A moving tag (:latest, or none) lets two pods of one job, or a job and its restart after preemption,
+    run different code; an image the stack builds reaches pods as tag@digest. Images still to be built
+    (unknown in a preview) are checked once known.
+    """
+    kind = kind_of(args.resource_type)
+    if kind is None:
+        return
+    for template in pod_templates(kind, args.props):
+        for container in containers(template.spec):
+            image = lookup(container, "image")
+            if not isinstance(image, str) or is_unknown(image):
+                continue
+            problem = pin_problem(image)
+            if problem:
+                report_violation(
+                    f"{kind} '{args.name}' {template.where}: container '{lookup(container, 'name')}' image "
+                    f"'{image}': {problem} (allowed: {PINNED_WORDS}).",
                     None,
                 )
 

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
-from preflight import policy_runner
+from preflight import policy_runner, provider_inputs
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.placement import PlacementProblem, check_placement
@@ -118,8 +118,8 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
         outcome = "an error (--strict-schemas)" if verdict.strict_schemas else "not an error"
         say(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
         say_each([*schemas.unchecked, f"To check them: {HOW_TO_GET_SCHEMAS}."])
-    gcp_resources = sum(1 for resource in plan.resources if resource.type.startswith("gcp:") and resource.custom)
-    say(f"\nProvider inputs: {gcp_resources} GCP resources, {len(verdict.provider_inputs)} problems")
+    checked = sum(1 for resource in plan.resources if provider_inputs.is_checked(resource.type, resource.custom))
+    say(f"\nProvider inputs: {checked} GCP and image resources, {len(verdict.provider_inputs)} problems")
     say_each(verdict.provider_inputs)
     say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
     say_each(verdict.placement)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.settings import get_project, get_stack
 
 from components.facts import gke
+from components.facts.images import IMAGE_BUILD_TYPE
 
 MOCK_PROJECT_NUMBER = "123456789012"
 MOCK_ENDPOINT = "203.0.113.10"  # TEST-NET-3: never a real address
@@ -40,6 +42,10 @@ class CloudMocks(mocks.Mocks):
             outputs["endpoint"] = MOCK_ENDPOINT
             ca = base64.b64encode(b"mock cluster CA").decode()
             outputs["masterAuth"] = {**inputs.get("masterAuth", {}), "clusterCaCertificate": ca}
+        if type_ == IMAGE_BUILD_TYPE and inputs.get("tags"):
+            # What the push would report: a digest, here one derived from the tag (itself a content hash).
+            outputs["digest"] = "sha256:" + hashlib.sha256(inputs["tags"][0].encode()).hexdigest()
+            outputs["ref"] = f"{inputs['tags'][0]}@{outputs['digest']}"
         if type_.startswith("kubernetes:") and isinstance(inputs.get("metadata"), dict):
             outputs["metadata"] = {"name": name, **inputs["metadata"]}
         return f"{physical_name}-id", outputs

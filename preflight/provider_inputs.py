@@ -3,7 +3,8 @@
 Pulumi's mocks accept anything, so a misspelt nested key or a list where the provider wants an object
 would pass every other offline check and fail only at `pulumi up`. This reads the pulumi-gcp SDK's own
 type metadata (each resource's `<Resource>Args` class: its properties' wire names, the annotated types
-and which arguments `__init__` requires) and checks every `gcp:*` resource of the plan against it:
+and which arguments `__init__` requires) and checks every `gcp:*` resource of the plan against it (and the
+image builds against pulumi-docker-build's, which carries the same metadata):
 property names at every depth, object vs list vs map vs scalar, scalar types, and required properties.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import collections.abc
 import difflib
+import enum
 import importlib
 import inspect
 import sys
@@ -22,15 +24,17 @@ from typing import Any
 
 from preflight.mocks import SECRET_PLACEHOLDER
 
+CHECKED_PACKAGES = ("gcp", "docker-build")
 _SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
 
 
 @dataclass(frozen=True)
 class Shape:
-    kind: str  # "object", "list", "map", "scalar", "any"
+    kind: str  # "object", "list", "map", "scalar", "enum", "any"
     args_class: type | None = None  # objects
     element: Shape | None = None  # lists and maps
     scalar: type | None = None  # scalars
+    values: tuple[str, ...] = ()  # enums: the strings the provider accepts
 
 
 @dataclass(frozen=True)
@@ -51,11 +55,13 @@ class ProviderInputProblem:
 
 
 def args_class_for(type_token: str) -> type | None:
-    """`gcp:container/nodePool:NodePool` -> `pulumi_gcp.container.NodePoolArgs` (None if the SDK has none)."""
+    """`gcp:container/nodePool:NodePool` -> `pulumi_gcp.container.NodePoolArgs`, `docker-build:index:Image` ->
+    `pulumi_docker_build.ImageArgs` (None if the SDK has none)."""
     package, module_path, name = type_token.split(":")
     module_name = module_path.split("/")[0]
+    sdk = f"pulumi_{package.replace('-', '_')}"
     try:
-        module = importlib.import_module(f"pulumi_{package}.{module_name}")
+        module = importlib.import_module(sdk if module_name == "index" else f"{sdk}.{module_name}")
     except ImportError:
         return None
     return getattr(module, f"{name}Args", None)
@@ -84,6 +90,8 @@ def shape_of(annotation: Any, module: str) -> Shape:
     member = members[0]
     if isinstance(member, typing.ForwardRef):
         resolved = getattr(sys.modules[module], member.__forward_arg__, None)
+        if isinstance(resolved, type) and issubclass(resolved, enum.Enum):
+            return Shape("enum", values=tuple(str(item.value) for item in resolved))
         return Shape("object", args_class=resolved) if isinstance(resolved, type) else Shape("any")
     origin = typing.get_origin(member)
     if origin is collections.abc.Sequence:
@@ -135,6 +143,11 @@ def check_value(value: Any, shape: Shape, path: str) -> Iterable[tuple[str, str]
             return
         for key, item in value.items():
             yield from check_value(item, shape.element, f"{path}.{key}")
+    elif shape.kind == "enum":
+        if value not in shape.values:
+            close = difflib.get_close_matches(str(value), shape.values, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(shape.values)}"
+            yield path, f"is {_describe(value)}, not a value the provider knows ({hint})"
     elif not _fits_scalar(value, shape.scalar):
         yield path, f"is {_describe(value)}, but the provider takes {_SCALARS[shape.scalar]} here"
 
@@ -175,16 +188,21 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def is_checked(type_token: str, custom: bool = True) -> bool:
+    return custom and type_token.split(":", 1)[0] in CHECKED_PACKAGES
+
+
 def check_provider_inputs(resources: Iterable[Mapping[str, Any]]) -> list[ProviderInputProblem]:
-    """Every `gcp:*` resource's inputs against its SDK Args class (plan JSON `resources`)."""
+    """Every checked package's resources' inputs against their SDK Args classes (plan JSON `resources`)."""
     problems = []
     for resource in resources:
-        if not resource["type"].startswith("gcp:") or not resource.get("custom", True):
+        if not is_checked(resource["type"], resource.get("custom", True)):
             continue
         args_class = args_class_for(resource["type"])
         label = f"{resource['type'].rsplit(':', 1)[-1]} {resource['name']}"
         if args_class is None:
-            problems.append(ProviderInputProblem(label, "", f"pulumi-gcp has no resource {resource['type']}"))
+            package = resource["type"].split(":", 1)[0]
+            problems.append(ProviderInputProblem(label, "", f"pulumi-{package} has no resource {resource['type']}"))
             continue
         problems += [
             ProviderInputProblem(label, path, reason)

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from components.facts import cost, gke
+from components.facts import cost, gke, images
 from preflight.mocks import Registration
 
 
@@ -40,6 +40,18 @@ def _cluster(inputs: Mapping[str, Any]) -> list[str]:
     return [inputs.get("location", "?"), f"version {inputs.get('minMasterVersion')}", f"channel {channel}"]
 
 
+def _image_build(inputs: Mapping[str, Any]) -> list[str]:
+    """Where it builds from and the tag it pushes (the repository's line holds the registry path)."""
+    dockerfile = (inputs.get("dockerfile") or {}).get("location", "?")
+    pushed = [tag.rsplit("/", 1)[-1] for tag in inputs.get("tags") or []] if inputs.get("push") else []
+    return [dockerfile, *(f"push {tag}" for tag in pushed)]
+
+
+def _repository(inputs: Mapping[str, Any]) -> list[str]:
+    path = images.repository_path(inputs.get("location", "?"), inputs.get("project", "?"), inputs.get("repositoryId"))
+    return [path, inputs.get("format", "?")]
+
+
 SUMMARIES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     gke.NETWORK_TYPE: lambda i: (
         [f"MTU {_number(i.get('mtu'))}"] + (["RDMA profile"] if i.get("networkProfile") else [])
@@ -48,6 +60,8 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     gke.CLUSTER_TYPE: _cluster,
     gke.NODE_POOL_TYPE: _node_pool,
     gke.BUCKET_TYPE: lambda i: [i.get("location", "?")],
+    images.IMAGE_BUILD_TYPE: _image_build,
+    images.REPOSITORY_TYPE: _repository,
 }
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
+
+from components.facts.images import PINNED_WORDS, REPOSITORY_ID, pin_problem
 
 # A Kubernetes/GCP name label: lowercase letters, digits and '-', starting with a letter, ending alphanumeric.
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -24,6 +26,7 @@ GKE_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"  # a minor ("1.35") or a full GKE 
 MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
 RUN_NAME = r"^[A-Za-z0-9][-_.A-Za-z0-9]*$"
 CONFIG_KEY = r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$"
+REPOSITORY = REPOSITORY_ID
 
 # What each pattern allows, in words: messages say this, not the regular expression.
 PATTERN_WORDS = {
@@ -38,6 +41,7 @@ PATTERN_WORDS = {
     MODEL_NAME: "lowercase letters, digits, '-' and '.', starting with a letter or digit (a MaxText model name)",
     RUN_NAME: "letters, digits, '-', '_' and '.', starting with a letter or digit",
     CONFIG_KEY: "a Pulumi config key such as huggingface:token",
+    REPOSITORY: "an Artifact Registry repository ID: up to 63 lowercase letters, digits and '-', from a letter",
 }
 
 
@@ -48,7 +52,15 @@ def _not_a_boolean(value: Any) -> Any:
     return value
 
 
+def _pinned(reference: str) -> str:
+    problem = pin_problem(reference)
+    if problem:
+        raise ValueError(f"{problem}; allowed: {PINNED_WORDS}")
+    return reference
+
+
 Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+PinnedImage = Annotated[str, AfterValidator(_pinned)]
 Float = Annotated[float, BeforeValidator(_not_a_boolean)]
 
 

@@ -22,6 +22,7 @@ from components.config.base import (
     ConfigModel,
     Float,
     Int,
+    PinnedImage,
 )
 
 RemPolicy = Literal[
@@ -62,8 +63,6 @@ class RayClusterConfig(ConfigModel):
     """Also start a standalone RayCluster (for `ray job submit`); RayJobs bring their own."""
     name: str = Field("maxtext", pattern=DNS_LABEL, max_length=40)
     """The standalone RayCluster's name."""
-    image: str = "rayproject/ray:2.60.0-py312-tpu"  # the Ray the trainer is tested with
-    """Ray image of heads and workers."""
     head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (the placement check says so)
     """CPU request of a Ray head (it lands on the system pool)."""
     head_memory: str = Field("16Gi", pattern=QUANTITY)
@@ -148,8 +147,6 @@ class FsdpJobConfig(ConfigModel):
     """The trainyard:gpuPools pool it runs on."""
     nodes: Int = Field(ge=1)
     """Nodes (one torchrun pod each); at most the pool's maxNodes."""
-    image: str = Field(min_length=1)  # the trainer image (the seed builds its own on cuda-dl-base, CUDA 12.8)
-    """The trainer image, built from workloads/fsdp/Dockerfile."""
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.
     args: dict[str, str] = Field(default_factory=dict)
     """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}."""
@@ -170,11 +167,11 @@ class SmokeConfig(ConfigModel):
 
     enabled: bool = False
     """Start the bring-up checks."""
-    jax_image: str = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest"
+    jax_image: PinnedImage = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1"
     """Image of the per-slice first-JAX-job."""
     # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports
     # (docs/cloud-facts.md: the A4 fine-tune).
-    nccl_image: str = "nvcr.io/nvidia/pytorch:25.03-py3"
+    nccl_image: PinnedImage = "nvcr.io/nvidia/pytorch:25.03-py3"
     """Image of the NCCL all-gather (CUDA 12.8, NCCL 2.25/2.26 for gIB)."""
     nccl_nodes: Int = Field(2, ge=1)
     """Nodes the all-gather spans; at most the pool's maxNodes."""

@@ -12,7 +12,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.config.base import DNS_LABEL, GKE_VERSION, PROJECT_ID, REGION, STACK_NAME, ZONE, ConfigModel, Int
+from components.config.base import (
+    DNS_LABEL,
+    GKE_VERSION,
+    PROJECT_ID,
+    REGION,
+    REPOSITORY,
+    STACK_NAME,
+    ZONE,
+    ConfigModel,
+    Int,
+    PinnedImage,
+)
 from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
 from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
@@ -141,6 +152,20 @@ class StorageConfig(ConfigModel):
     """Delete the bucket and its objects with the stack; by default it is retained."""
 
 
+class ImagesConfig(ConfigModel):
+    """The trainers' images: built by the stack into its Artifact Registry repository, unless named here."""
+
+    repository: str = Field("trainyard", pattern=REPOSITORY)
+    """Artifact Registry repository (in the stack's project and region) the stack builds the trainers into."""
+    fsdp: PinnedImage | None = None
+    """A prebuilt FSDP trainer image, pinned by digest or version tag; unset: built from workloads/fsdp/."""
+    maxtext: PinnedImage | None = None
+    """A prebuilt MaxText Ray image, pinned by digest or version tag; unset: built from workloads/maxtext/."""
+
+    def prebuilt(self, trainer: str) -> str | None:
+        return getattr(self, trainer)
+
+
 NOT_A_CONFIG_KEY = {"configKey": False}  # given by the program, never written in a stack file
 MAX_BUCKET_NAME = 63  # GCS: 3 to 63 characters in a name without dots
 
@@ -180,6 +205,8 @@ class StackConfig(BaseModel):
     """Kueue's release and queues."""
     jobs: JobsConfig = Field(JobsConfig(), alias="trainyard:jobs")
     """The workloads the stack starts."""
+    images: ImagesConfig = Field(ImagesConfig(), alias="trainyard:images")
+    """The trainers' images."""
 
     @property
     def bucket_name(self) -> str:

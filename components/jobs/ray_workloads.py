@@ -68,7 +68,8 @@ def trainer_flags(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
     if job.elastic:
         flags += ["--min-slices", str(lowest), "--max-slices", str(highest)]
     flags += ["--max-failures", str(job.max_failures), "--storage-path", OUTPUT_DIR, "--name", job.effective_run_name]
-    return flags
+    # The image carries MaxText (workloads/maxtext/Dockerfile): the runtime env installs nothing.
+    return [*flags, "--worker-package", "none"]
 
 
 def maxtext_entrypoint(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
@@ -79,9 +80,10 @@ def maxtext_entrypoint(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
 class RayPods:
     """Builds the RayCluster spec (CRD camelCase) for worker groups over the stack's slice groups."""
 
-    def __init__(self, config: StackConfig, dranet: Dranet | None):
+    def __init__(self, config: StackConfig, image: pulumi.Input[str], dranet: Dranet | None):
         self._config = config
         self._ray = config.jobs.ray
+        self._image = image
         self._dranet = dranet
         self._code: WorkloadCode | None = None
 
@@ -129,7 +131,7 @@ class RayPods:
         ray = self._ray
         container = {
             "name": "ray-head",
-            "image": ray.image,
+            "image": self._image,
             "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
             "resources": {
                 "limits": {"memory": ray.head_memory},
@@ -146,7 +148,7 @@ class RayPods:
         claims = self._dranet is not None and group.count > 1
         container: dict = {
             "name": "ray-worker",
-            "image": ray.image,
+            "image": self._image,
             "resources": {
                 "limits": {"memory": ray.worker_memory, TPU_RESOURCE: chips},
                 "requests": {"cpu": ray.worker_cpu, "memory": ray.worker_memory, TPU_RESOURCE: chips},
@@ -201,6 +203,7 @@ class RayWorkloads(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         target: WorkloadTarget,
+        image: pulumi.Input[str],
         code: WorkloadCode,
         dranet: Dranet | None,
         opts: pulumi.ResourceOptions | None = None,
@@ -210,7 +213,7 @@ class RayWorkloads(pulumi.ComponentResource):
         self._namespace = target.namespace_name
         self._queue_labels = target.queue_labels
         self._code = code
-        self._pods = RayPods(config, dranet)
+        self._pods = RayPods(config, image, dranet)
         self._opts = (target.after(dranet.template) if dranet else target).options(self)
         groups = {group.name: group for group in config.tpu_slices}
         self.cluster = self._cluster() if config.jobs.ray.enabled and config.tpu_slices else None

@@ -124,6 +124,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         target: WorkloadTarget,
+        image: pulumi.Input[str],
         code: WorkloadCode,
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -132,6 +133,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         self._namespace = target.namespace_name
         self._queue_labels = target.queue_labels
         self._code = code
+        self._image = image
         self._opts = target.options(self)
         pools = {pool.name: pool for pool in config.gpu_pools}
         self.jobs = {job.name: self._fsdp_job(job, pools[job.pool]) for job in config.jobs.enabled_fsdp}
@@ -158,7 +160,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         gpus = str(pool.machine.gpus_per_vm)
         container = k8s.core.v1.ContainerArgs(
             name="trainer",
-            image=job.image,
+            image=self._image,
             command=["/bin/bash", "-c"],
             args=[launch_script(job, pool, self._code.archive_path, job.name)],
             env=env,

@@ -295,6 +295,30 @@ BAD_CONFIGS = [
     ),
     (_delete("gcp:project"), "gcp:project", "", "is required but not set"),
     (
+        _set("trainyard:images", {"fsdp": "us-east5-docker.pkg.dev/p/r/fsdp:latest"}),
+        "trainyard:images.fsdp",
+        '"us-east5-docker.pkg.dev/p/r/fsdp:latest"',
+        "its tag :latest is not a version and moves; allowed: an image pinned by digest",
+    ),
+    (
+        _set("trainyard:images", {"maxtext": "my-ray"}),
+        "trainyard:images.maxtext",
+        '"my-ray"',
+        "it has no tag, so it means :latest",
+    ),
+    (
+        _set("trainyard:jobs", "smoke", {"ncclImage": "nvcr.io/nvidia/pytorch:latest"}),
+        "trainyard:jobs.smoke.ncclImage",
+        '"nvcr.io/nvidia/pytorch:latest"',
+        "not :latest and not untagged",
+    ),
+    (
+        _set("trainyard:images", {"repository": "Trainyard"}),
+        "trainyard:images.repository",
+        '"Trainyard"',
+        "an Artifact Registry repository ID",
+    ),
+    (
         _set("trainyard:tpuslices", []),
         "trainyard:tpuslices",
         "",

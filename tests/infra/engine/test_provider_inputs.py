@@ -56,6 +56,22 @@ def test_the_dev_plan_fits_the_provider(dev_plan):
             lambda i: i["allows"][0].pop("protocol"),
             "Firewall trainyard-dev-dcn-1-internal: allows[0].protocol: is required by the provider but not set",
         ),
+        (
+            "image-fsdp",
+            lambda i: i.update(platforms=["linux/amd65"]),
+            (
+                "Image image-fsdp: platforms[0]: is str 'linux/amd65', not a value the provider knows "
+                "(did you mean 'linux/amd64'?)"
+            ),
+        ),
+        (
+            "image-fsdp",
+            lambda i: i["cacheTo"][0]["registry"].update(imageManifests=True),
+            (
+                "Image image-fsdp: cacheTo[0].registry.imageManifests: is not a property of CacheToRegistry "
+                "(did you mean 'imageManifest'?)"
+            ),
+        ),
     ],
 )
 def test_each_kind_of_mistake_is_caught(dev_plan, name, mutate, expected):

@@ -219,7 +219,7 @@ def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
     """The torchrun Indexed Job on the DWS pool: queued by Kueue, suspended, skipAwait, privileged GPU pods."""
     container = {
         "name": "trainer",
-        "image": "trainer:latest",
+        "image": "us-east5-docker.pkg.dev/trainyard-dev/trainyard/fsdp:0123456789abcdef",
         "securityContext": {"privileged": True},
         "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}},
     }

@@ -48,6 +48,7 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
     assert flags == [
         "--accelerator-type", "TPU-V6E", "--topology", "4x4", "--slices", "2", "--hosts-per-slice", "4",
         "--chips-per-host", "4", "--max-failures", "0", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
+        "--worker-package", "none",
     ]  # fmt: skip
     overrides = parse_overrides(maxtext)
     expected = {
@@ -108,7 +109,7 @@ def test_head_group_ports_and_resources(dev_plan):
         "client": 10001,
     }
     assert container["resources"] == {"limits": {"memory": "16Gi"}, "requests": {"cpu": "4", "memory": "16Gi"}}
-    assert container["image"] == "rayproject/ray:2.60.0-py312-tpu"
+    assert container["image"].startswith("us-east5-docker.pkg.dev/trainyard-dev/trainyard/maxtext:")
 
 
 def test_dranet_claim_template(dev_plan):

@@ -67,7 +67,7 @@ def queued_tpu_pool() -> dict[str, Any]:
 
 
 def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
-    container = {"name": "web", "image": "nginx", "securityContext": {"privileged": privileged}}
+    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": {"privileged": privileged}}
     return fx.resource(
         "kubernetes:apps/v1:Deployment",
         "web",
@@ -285,6 +285,16 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"},
     ),
     (
+        "trainer image :latest",
+        edit("fsdp-finetune", "spec.template.spec.containers.0.image", "trainer:latest"),
+        {"images-pinned"},
+    ),
+    (
+        "web image untagged",
+        add(lambda: plain_deployment(False, containers=[{"name": "web", "image": "nginx"}])),
+        {"images-pinned"},
+    ),
+    (
         "trainer 6 workers",
         lambda: fx.replace(fx.good_stack(), fx.maxtext_rayjob(workers=6)),
         {"jax-trainer-workers-match-slices"},
@@ -356,6 +366,11 @@ def test_every_mandatory_policy_is_proven_to_fire():
 
 
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    (
+        "trainer image by digest",
+        edit("fsdp-finetune", "spec.template.spec.containers.0.image", f"trainer:dev@sha256:{'ab' * 32}"),
+        None,
+    ),
     ("DCN node network with its ingress rule", dcn_attached_to_a_pool(firewall=True), None),
     (
         "flex TPU slice used through Kueue",

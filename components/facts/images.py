@@ -1,0 +1,53 @@
+"""Container image references: what pins one, and where Artifact Registry keeps a stack's images.
+
+A tag such as `latest` moves: two pods of one job (or a restart after preemption) can run different code.
+A digest never moves; an exact version tag is the next best thing. Config and the policy pack read the rule
+here, so both refuse the same references (docs/cloud-facts.md: image references).
+"""
+
+from __future__ import annotations
+
+import re
+
+REPOSITORY_TYPE = "gcp:artifactregistry/repository:Repository"
+IMAGE_BUILD_TYPE = "docker-build:index:Image"
+TRAINERS = ("fsdp", "maxtext")  # each builds from workloads/<trainer>/Dockerfile
+
+PINNED_WORDS = (
+    "an image pinned by digest (name@sha256:<64 hex digits>) or by an exact version tag (name:1.2.3); "
+    "not :latest and not untagged"
+)
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_FLOATING_TAGS = frozenset({"latest", "stable", "nightly", "edge", "main", "master"})
+# Artifact Registry repository IDs: lowercase letters, digits and hyphens, starting with a letter, up to 63.
+REPOSITORY_ID = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+def image_tag(reference: str) -> str | None:
+    """The tag of `host[:port]/path/name[:tag][@digest]`, or None when there is none."""
+    name = reference.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+def pin_problem(reference: str) -> str | None:
+    """Why `reference` is not pinned, or None when it is."""
+    if _DIGEST.search(reference):
+        return None
+    if "@" in reference:
+        return "its digest is not sha256:<64 lowercase hex digits>"
+    tag = image_tag(reference)
+    if tag is None:
+        return "it has no tag, so it means :latest"
+    if tag in _FLOATING_TAGS or not any(character.isdigit() for character in tag):
+        return f"its tag :{tag} is not a version and moves"
+    return None
+
+
+def registry_host(region: str) -> str:
+    """Artifact Registry's Docker host for a region."""
+    return f"{region}-docker.pkg.dev"
+
+
+def repository_path(region: str, project: str, repository: str) -> str:
+    return f"{registry_host(region)}/{project}/{repository}"

@@ -1,0 +1,93 @@
+"""The trainers' images: an Artifact Registry repository and one BuildKit build per trainer the stack runs.
+
+Each image builds from `workloads/<trainer>/Dockerfile` with the repository root as context (its
+`Dockerfile.dockerignore` admits only `BUILD_PATHS`), is tagged by the hash of the git-tracked files in
+those paths, and reaches pods as `tag@digest`: a trainer change is a new tag and a new digest, an unchanged
+trainer is neither rebuilt nor redeployed. A stack that names a prebuilt image (`trainyard:images`) skips the
+build. Pushing needs Docker with BuildKit where `pulumi up` runs and credentials for the registry host
+(`gcloud auth configure-docker <region>-docker.pkg.dev`); previews build nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pulumi_docker_build as docker_build
+import pulumi_gcp as gcp
+
+from components.config.models import StackConfig
+from components.facts.images import repository_path
+from components.infra.source_tree import content_hash, tracked_files
+
+PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
+TAG_LENGTH = 16
+CACHE_TAG = "buildcache"
+
+
+def build_paths(trainer: str) -> tuple[str, ...]:
+    """What a trainer's Dockerfile copies: the package marker and the trainer's folder."""
+    return ("workloads/__init__.py", f"workloads/{trainer}")
+
+
+def dockerfile(trainer: str) -> str:
+    return f"workloads/{trainer}/Dockerfile"
+
+
+def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
+    """The content hash of what goes into the trainer's image."""
+    paths = build_paths(trainer)
+    return content_hash(root, tracked_files(root, paths))[:TAG_LENGTH]
+
+
+class TrainerImages(pulumi.ComponentResource):
+    """`refs[trainer]`: the image reference pods use, `tag@digest` when built here, the prebuilt one otherwise."""
+
+    refs: dict[str, pulumi.Input[str]]
+
+    def __init__(
+        self, name: str, config: StackConfig, trainers: tuple[str, ...], opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("trainyard:infra:TrainerImages", name, None, opts)
+        images = config.images
+        self.refs = {trainer: images.prebuilt(trainer) for trainer in trainers if images.prebuilt(trainer)}
+        to_build = [trainer for trainer in trainers if trainer not in self.refs]
+        self.repository = self._repository(config) if to_build else None
+        self.builds = {trainer: self._build(config, trainer) for trainer in to_build}
+        for trainer, build in self.builds.items():
+            self.refs[trainer] = pulumi.Output.concat(build.tags[0], "@", build.digest)
+        self.register_outputs({"images": self.refs})
+
+    def _repository(self, config: StackConfig) -> gcp.artifactregistry.Repository:
+        return gcp.artifactregistry.Repository(
+            "registry",
+            project=config.project,
+            location=config.region,
+            repository_id=config.images.repository,
+            format="DOCKER",
+            description=f"trainyard stack {config.stack}: the trainers' images",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _build(self, config: StackConfig, trainer: str) -> docker_build.Image:
+        repository = repository_path(config.region, config.project, config.images.repository)
+        cache = f"{repository}/{trainer}:{CACHE_TAG}"
+        return docker_build.Image(
+            f"image-{trainer}",
+            context=docker_build.BuildContextArgs(location="."),
+            dockerfile=docker_build.DockerfileArgs(location=dockerfile(trainer)),
+            platforms=[docker_build.Platform.LINUX_AMD64],
+            tags=[f"{repository}/{trainer}:{source_tag(trainer)}"],
+            push=True,
+            # A preview of a multi-gigabyte CUDA image would take longer than the review it serves.
+            build_on_preview=False,
+            cache_from=[docker_build.CacheFromArgs(registry=docker_build.CacheFromRegistryArgs(ref=cache))],
+            cache_to=[
+                docker_build.CacheToArgs(
+                    registry=docker_build.CacheToRegistryArgs(
+                        ref=cache, mode=docker_build.CacheMode.MAX, image_manifest=True, oci_media_types=True
+                    )
+                )
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.repository]),
+        )
