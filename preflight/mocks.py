@@ -70,11 +70,20 @@ class Registration:
     aliases: list[str] = field(default_factory=list)  # earlier URNs the engine treats as this resource
 
 
+def masked(value: Any) -> Any:
+    """A secret with its values hidden and its shape kept, so a secret map still schema-checks."""
+    if isinstance(value, dict) and value.get(SPECIAL_SIG_KEY) is None:
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [masked(item) for item in value]
+    return SECRET_PLACEHOLDER
+
+
 def engine_value(value: Any) -> Any:
     """Wire values as the engine hands them to providers and policies, with secrets masked."""
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SECRET_SIG:
-            return SECRET_PLACEHOLDER
+            return masked(value.get("value"))
         if value.get(SPECIAL_SIG_KEY) == RESOURCE_SIG:
             return value.get("urn")
         return {key: engine_value(item) for key, item in value.items()}

@@ -68,11 +68,11 @@ def _stack_outputs() -> dict[str, Any]:
 
 
 def _run_program(
-    main: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]
+    main: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str], preview: bool
 ) -> tuple[RecordingMonitor, dict[str, Any]]:
     monitor = RecordingMonitor(CloudMocks())
     pulumi.runtime.set_all_config(config, secret_keys)
-    pulumi.runtime.set_mocks(CloudMocks(), project=project, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(CloudMocks(), project=project, stack=stack, preview=preview, monitor=monitor)
     program_dir = str(main.parent)
     sys.path.insert(0, program_dir)
     try:
@@ -100,13 +100,20 @@ def _collector_paused() -> Iterator[None]:
 
 
 def plan_config(
-    project: str, stack: str, main: Path, config: dict[str, str], secret_keys: list[str] | None = None
+    project: str,
+    stack: str,
+    main: Path,
+    config: dict[str, str],
+    secret_keys: list[str] | None = None,
+    preview: bool = True,
 ) -> Plan:
-    """Plan the program at `main` with the given raw config (key -> engine text); program errors propagate."""
+    """Plan the program at `main` with the given raw config (key -> engine text); program errors propagate.
+    A plan is a preview (`pulumi.runtime.is_dry_run()`); `preview=False` runs the program as `pulumi up` would."""
     secret_keys = secret_keys or []
     # A fresh context per plan: Pulumi keeps its settings, config and root stack in context variables.
     with _collector_paused():
-        monitor, outputs = contextvars.Context().run(_run_program, main, project, stack, config, secret_keys)
+        run = (main, project, stack, config, secret_keys, preview)
+        monitor, outputs = contextvars.Context().run(_run_program, *run)
     shown_config = {key: SECRET_PLACEHOLDER if key in secret_keys else value for key, value in config.items()}
     # Registration order depends on asyncio scheduling; URN order keeps plans and their diffs stable.
     resources = sorted(monitor.registrations, key=lambda resource: resource.urn)

@@ -24,6 +24,7 @@ from components.config.base import (
     Int,
     PinnedImage,
 )
+from components.facts.huggingface import known_gated
 
 RemPolicy = Literal[
     "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp",
@@ -156,10 +157,29 @@ class FsdpJobConfig(ConfigModel):
     # namespace whose keys are all typed: `pulumi config set --secret huggingface:token hf_...`.
     hf_token_key: str | None = Field("huggingface:token", pattern=CONFIG_KEY)
     """Pulumi secret config key of the Hugging Face token, outside the trainyard namespace."""
+    # Gated repositories (Llama's) need the token of an account that accepted their license on the Hub.
+    gated: bool | None = None
+    """Whether the model or dataset is gated (needs hfTokenKey set); unset: true for a meta-llama model or dataset."""
     memory: str = Field("1800Gi", pattern=QUANTITY)
     """Memory of each trainer pod."""
     shm_size: str = Field("250Gi", pattern=QUANTITY)
     """Size of /dev/shm."""
+
+    @property
+    def hub_repositories(self) -> list[str]:
+        """The Hugging Face repositories the trainer downloads (its model and dataset)."""
+        return [self.args[flag] for flag in ("model-id", "dataset-id") if self.args.get(flag)]
+
+    @property
+    def gated_repositories(self) -> list[str]:
+        """The repositories that need a token: all of them when `gated` is true, the known gated ones when unset."""
+        if self.gated is not None:
+            return self.hub_repositories if self.gated else []
+        return [repository for repository in self.hub_repositories if known_gated(repository)]
+
+    @property
+    def needs_token(self) -> bool:
+        return bool(self.gated) or bool(self.gated_repositories)
 
 
 class SmokeConfig(ConfigModel):

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
+from components.facts import huggingface
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
@@ -149,7 +150,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         if token is not None:
             env.append(
                 k8s.core.v1.EnvVarArgs(
-                    name="HF_TOKEN",
+                    name=huggingface.TOKEN_ENV,
                     value_from=k8s.core.v1.EnvVarSourceArgs(
                         secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
                             name=f"{job.name}-hf-token", key=HF_TOKEN_SECRET_KEY
@@ -229,10 +230,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             return None
         namespace, _, key = job.hf_token_key.partition(":")
         token = pulumi.Config(namespace).get_secret(key)
-        if token is None:
-            pulumi.log.warn(
-                f"{job.hf_token_key} is not set: job {job.name} gets no HF_TOKEN (gated models will not load)"
-            )
+        if token is None:  # components.config.tokens stopped or warned already if the job needs one
             return None
         return k8s.core.v1.Secret(
             f"secret-{job.name}-hf-token",

@@ -25,6 +25,7 @@ CONFIG_RANKS = {
     "components.config.checks": 2,
     "components.config.job_checks": 2,
     "components.config.load": 3,
+    "components.config.tokens": 3,
 }
 
 

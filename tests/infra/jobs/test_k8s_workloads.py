@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from components.kube import workload_code
-from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values, everything_on, manifest
+from tests.infra.helpers.plans import PROJECT_DIR, everything_on, manifest
 from workloads.fsdp.config import parse_config
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import check_parallelism, parse_overrides
@@ -220,21 +220,6 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
         512,
     )
     assert config.output_dir == "/data/fsdp/llama31-70b-fsdp"
-
-
-def test_hf_token_goes_from_a_pulumi_secret_to_a_kubernetes_secret(tmp_path):
-    from preflight.plan import plan_config
-    from preflight.stack_files import read_stack_files
-
-    files = read_stack_files(PROJECT_DIR, "dev")
-    config = as_engine_config(dev_config_values()) | {"huggingface:token": "hf_not_a_real_token"}
-    plan = plan_config(files.project, "dev", files.main, config, secret_keys=["huggingface:token"])
-    secret = manifest(plan, "Secret", "llama31-70b-fsdp-hf-token")
-    assert secret["stringData"] == "[secret]"  # masked in the plan
-    assert "hf_not_a_real_token" not in json.dumps(plan.to_json())
-    env = manifest(plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]["env"]
-    (token,) = [e for e in env if e["name"] == "HF_TOKEN"]
-    assert token["valueFrom"]["secretKeyRef"] == {"name": "llama31-70b-fsdp-hf-token", "key": "token"}
 
 
 def test_smoke_jobs(full_plan):
