@@ -46,11 +46,15 @@ class TrainyardStack(pulumi.ComponentResource):
 
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
-        needs_code = bool(jobs.enabled_maxtext or jobs.enabled_fsdp)
-        self.code = WorkloadCode("workload-code", provider, namespace, child) if needs_code else None
         runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
         trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
         self.images = TrainerImages("images", config, trainers, child) if trainers else None
+        # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
+        with_code = (("maxtext",) if jobs.enabled_maxtext else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
+        self.code = {
+            trainer: WorkloadCode(f"workload-code-{trainer}", trainer, provider, namespace, child)
+            for trainer in with_code
+        }
         self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
         queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
@@ -58,11 +62,11 @@ class TrainyardStack(pulumi.ComponentResource):
         if runs_ray:
             target = queued.after(self.workload_namespace.service_account)
             image = self.images.refs["maxtext"]
-            self.ray = RayWorkloads("ray", config, target, image, self.code, self.dranet, child)
+            self.ray = RayWorkloads("ray", config, target, image, self.code.get("maxtext"), self.dranet, child)
         self.torch = None
         if jobs.enabled_fsdp:
             target = with_rdma.after(self.workload_namespace.service_account)
-            self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code, child)
+            self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code["fsdp"], child)
         self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
 
     def outputs(self) -> dict[str, object]:

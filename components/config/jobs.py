@@ -158,8 +158,8 @@ class FsdpJobConfig(ConfigModel):
     hf_token_key: str | None = Field("huggingface:token", pattern=CONFIG_KEY)
     """Pulumi secret config key of the Hugging Face token, outside the trainyard namespace."""
     # Gated repositories (Llama's) need the token of an account that accepted their license on the Hub.
-    gated: bool | None = None
-    """Whether the model or dataset is gated (needs hfTokenKey set); unset: true for a meta-llama model or dataset."""
+    gated: tuple[str, ...] | None = None
+    """Which of the job's model and dataset are gated (they need hfTokenKey set); unset: those of meta-llama."""
     memory: str = Field("1800Gi", pattern=QUANTITY)
     """Memory of each trainer pod."""
     shm_size: str = Field("250Gi", pattern=QUANTITY)
@@ -172,14 +172,14 @@ class FsdpJobConfig(ConfigModel):
 
     @property
     def gated_repositories(self) -> list[str]:
-        """The repositories that need a token: all of them when `gated` is true, the known gated ones when unset."""
+        """The repositories that need a token: as the config says, or the known gated ones when it is silent."""
         if self.gated is not None:
-            return self.hub_repositories if self.gated else []
+            return list(self.gated)
         return [repository for repository in self.hub_repositories if known_gated(repository)]
 
     @property
     def needs_token(self) -> bool:
-        return bool(self.gated) or bool(self.gated_repositories)
+        return bool(self.gated_repositories)
 
 
 class SmokeConfig(ConfigModel):

@@ -1,7 +1,7 @@
 """The trainers' images: an Artifact Registry repository and one BuildKit build per trainer the stack runs.
 
 Each image builds from `workloads/<trainer>/Dockerfile` with the repository root as context (its
-`Dockerfile.dockerignore` admits only `BUILD_PATHS`), is tagged by the hash of the git-tracked files in
+`Dockerfile.dockerignore` admits only `source_tree.trainer_paths`), is tagged by the hash of the git-tracked files in
 those paths, and reaches pods as `tag@digest`: a trainer change is a new tag and a new digest, an unchanged
 trainer is neither rebuilt nor redeployed. A stack that names a prebuilt image (`trainyard:images`) skips the
 build. Pushing needs Docker with BuildKit where `pulumi up` runs and credentials for the registry host
@@ -18,16 +18,11 @@ import pulumi_gcp as gcp
 
 from components.config.models import StackConfig
 from components.facts.images import repository_path
-from components.infra.source_tree import content_hash, tracked_files
+from components.infra.source_tree import content_hash, tracked_files, trainer_paths
 
 PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 TAG_LENGTH = 16
 CACHE_TAG = "buildcache"
-
-
-def build_paths(trainer: str) -> tuple[str, ...]:
-    """What a trainer's Dockerfile copies: the package marker and the trainer's folder."""
-    return ("workloads/__init__.py", f"workloads/{trainer}")
 
 
 def dockerfile(trainer: str) -> str:
@@ -36,8 +31,7 @@ def dockerfile(trainer: str) -> str:
 
 def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
     """The content hash of what goes into the trainer's image."""
-    paths = build_paths(trainer)
-    return content_hash(root, tracked_files(root, paths))[:TAG_LENGTH]
+    return content_hash(root, tracked_files(root, trainer_paths(trainer)))[:TAG_LENGTH]
 
 
 class TrainerImages(pulumi.ComponentResource):

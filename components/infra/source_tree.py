@@ -48,3 +48,8 @@ def content_hash(root: Path, files: list[str]) -> str:
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
+
+
+def trainer_paths(trainer: str) -> tuple[str, ...]:
+    """What a trainer's image and code archive hold: the package marker and the trainer's folder."""
+    return ("workloads/__init__.py", f"workloads/{trainer}")

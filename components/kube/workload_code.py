@@ -1,17 +1,18 @@
-"""The trainers' code, delivered content-addressed: `workloads/` zipped byte-for-byte reproducibly into an
-immutable ConfigMap named by the archive's hash.
+"""A trainer's code, delivered content-addressed: its git-tracked source zipped byte-for-byte reproducibly
+into an immutable ConfigMap named by the trainer and the hash of those files' contents.
 
-Jobs mount the ConfigMap by that name, so editing a trainer changes the ConfigMap's name and, with it,
-every job that runs it: the preview shows the code change as a change of the job. Pods see the archive as
-a file: Ray takes it as a `file://` working_dir (nothing to fetch, no cloud-storage client in the image),
-torchrun jobs unpack it. A ConfigMap (not a bucket object) keeps the delivery a plain Kubernetes object
-that preflight schema-checks, with no local file paths in the plan; it holds up to 1 MiB, ample for source.
+Jobs mount the ConfigMap by that name, so editing a trainer changes its ConfigMap's name and, with it, the
+jobs that run that trainer, and no others: the preview shows the code change as a change of those jobs.
+The name hashes the tracked files' paths and bytes (not the zip, not untracked scratch files). Pods see the
+archive as a file: Ray takes it as a `file://` working_dir (nothing to fetch, no cloud-storage client in the
+image), torchrun jobs unpack it. A ConfigMap (not a bucket object) keeps the delivery a plain Kubernetes
+object that preflight schema-checks, with no local file paths in the plan; it holds up to 1 MiB, ample for
+source.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import zipfile
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from components.infra.source_tree import content_hash, tracked_files, trainer_paths
 
 # The folder holding Pulumi.yaml, wherever this module sits below it (a fixed parents[n] breaks on a move).
 PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
@@ -35,36 +38,34 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 @dataclass(frozen=True)
 class CodeArchive:
-    sha256: str
+    trainer: str
+    sha256: str  # of the shipped files' paths and contents
     data: bytes
 
     @property
     def config_map_name(self) -> str:
-        return f"{PACKAGE}-{self.sha256[:16]}"
+        return f"{PACKAGE}-{self.trainer}-{self.sha256[:16]}"
 
 
-def shipped_files(root: Path) -> list[Path]:
-    """The package's source files, sorted: no caches, no bytecode, no tests; none found is an error."""
-    if not (root / PACKAGE / "__init__.py").is_file():
+def shipped_files(root: Path, trainer: str) -> list[str]:
+    """The trainer's tracked source files, sorted: no data, no caches; no package found is an error."""
+    files = [name for name in tracked_files(root, trainer_paths(trainer)) if Path(name).suffix in SHIPPED_SUFFIXES]
+    if f"{PACKAGE}/__init__.py" not in files or not (root / PACKAGE / "__init__.py").is_file():
         raise FileNotFoundError(f"no {PACKAGE}/ package under {root}: the trainer code would ship empty")
-    return sorted(
-        path
-        for path in (root / PACKAGE).rglob("*")
-        if path.is_file() and path.suffix in SHIPPED_SUFFIXES and "__pycache__" not in path.parts
-    )
+    return [name for name in files if (root / name).is_file()]
 
 
-def build_archive(root: Path = PROJECT_DIR) -> CodeArchive:
+def build_archive(trainer: str, root: Path = PROJECT_DIR) -> CodeArchive:
     """A zip whose bytes depend only on the files' paths and contents (fixed times and modes)."""
+    files = shipped_files(root, trainer)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in shipped_files(root):
-            entry = zipfile.ZipInfo(f"{TOP_LEVEL}/{path.relative_to(root).as_posix()}", date_time=_FIXED_TIME)
+        for name in files:
+            entry = zipfile.ZipInfo(f"{TOP_LEVEL}/{name}", date_time=_FIXED_TIME)
             entry.external_attr = 0o644 << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(entry, path.read_bytes())
-    data = buffer.getvalue()
-    return CodeArchive(hashlib.sha256(data).hexdigest(), data)
+            archive.writestr(entry, (root / name).read_bytes())
+    return CodeArchive(trainer, content_hash(root, files), buffer.getvalue())
 
 
 class CodeTooLarge(ValueError):
@@ -80,15 +81,16 @@ class WorkloadCode(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
+        trainer: str,
         provider: k8s.Provider,
         namespace: k8s.core.v1.Namespace,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:k8s:WorkloadCode", name, None, opts)
-        self.archive = build_archive()
+        self.archive = build_archive(trainer)
         if len(self.archive.data) > MAX_ARCHIVE_BYTES:
             raise CodeTooLarge(
-                f"{PACKAGE}/ zips to {len(self.archive.data)} bytes (allowed: up to {MAX_ARCHIVE_BYTES}); "
+                f"{PACKAGE}/{trainer} zips to {len(self.archive.data)} bytes (allowed: up to {MAX_ARCHIVE_BYTES}); "
                 f"keep data and weights out of {PACKAGE}/ (shipped suffixes: {', '.join(SHIPPED_SUFFIXES)})"
             )
         self.config_map = k8s.core.v1.ConfigMap(

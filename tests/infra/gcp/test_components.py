@@ -127,7 +127,9 @@ def test_outputs(dev_plan):
 
 
 PINNED_URNS_FILE = Path(__file__).with_name("dev_plan_urns.txt")
-CODE_CONFIG_MAP = re.compile(r"::workloads-[0-9a-f]{16}$")  # named by the trainer code's hash, on purpose
+CODE_CONFIG_MAP = re.compile(
+    r"::workloads-(fsdp|maxtext)-[0-9a-f]{16}$"
+)  # named by the trainer code's hash, on purpose
 
 
 def pinned_urns() -> set[str]:

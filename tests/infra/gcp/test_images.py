@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 from components.facts.images import IMAGE_BUILD_TYPE, REPOSITORY_TYPE, TRAINERS, pin_problem
-from components.infra.images import build_paths, source_tag
+from components.infra.images import source_tag
+from components.infra.source_tree import trainer_paths
 from tests.infra.helpers.plans import PROJECT_DIR, everything_on, manifest, one
 
 REGISTRY = "us-east5-docker.pkg.dev/trainyard-dev/trainyard"
@@ -77,7 +78,7 @@ def test_a_prebuilt_image_is_used_as_named_and_not_built(plan_with):
 def test_each_dockerignore_admits_exactly_what_the_tag_hashes():
     for trainer in TRAINERS:
         lines = (PROJECT_DIR / "workloads" / trainer / "Dockerfile.dockerignore").read_text().splitlines()
-        assert lines[lines.index("*") + 1 :][: len(build_paths(trainer))] == [f"!{p}" for p in build_paths(trainer)]
+        assert lines[lines.index("*") + 1 :][: len(trainer_paths(trainer))] == [f"!{p}" for p in trainer_paths(trainer)]
 
 
 def _git(root: Path, *args: str) -> None:

@@ -82,9 +82,9 @@ def test_gated_is_derived_from_the_repositories_unless_said():
     del job["gated"]
     (parsed,) = load_stack_config(as_engine_config(values), "dev").jobs.fsdp
     assert parsed.gated_repositories == ["meta-llama/Llama-3.1-70B"]
-    job["gated"] = True
+    job["gated"] = ["meta-llama/Llama-3.1-70B", "philschmid/gretel-synthetic-text-to-sql"]
     (parsed,) = load_stack_config(as_engine_config(values), "dev").jobs.fsdp
     assert parsed.gated_repositories == ["meta-llama/Llama-3.1-70B", "philschmid/gretel-synthetic-text-to-sql"]
-    job["gated"] = False
+    job["gated"] = []
     (parsed,) = load_stack_config(as_engine_config(values), "dev").jobs.fsdp
     assert not parsed.needs_token

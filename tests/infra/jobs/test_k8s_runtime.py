@@ -35,7 +35,7 @@ print(ray.get(facts.remote()))
 
 @pytest.mark.skipif(not RAY_PYTHON.exists(), reason="needs .venv-maxtext (make test builds it)")
 def test_ray_imports_the_trainer_from_the_archive(tmp_path):
-    archive = workload_code.build_archive(PROJECT_DIR)
+    archive = workload_code.build_archive("maxtext", PROJECT_DIR)
     zip_path = tmp_path / "workloads.zip"
     zip_path.write_bytes(archive.data)
     result = subprocess.run(

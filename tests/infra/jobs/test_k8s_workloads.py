@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import shlex
+import subprocess
 import zipfile
 
 import pytest
@@ -141,35 +142,50 @@ def test_standalone_raycluster_when_enabled(full_plan):
     assert [g["groupName"] for g in cluster["spec"]["workerGroupSpecs"]] == ["v6e-16"]
 
 
-def test_code_archive_is_content_addressed_and_mounted(dev_plan, tmp_path):
-    archive = workload_code.build_archive(PROJECT_DIR)
+def test_each_trainers_code_is_content_addressed_and_mounted(dev_plan):
+    archive = workload_code.build_archive("maxtext", PROJECT_DIR)
     config_map = manifest(dev_plan, "ConfigMap", archive.config_map_name)
     assert config_map["immutable"] is True
     data = base64.b64decode(config_map["binaryData"]["workloads.zip"])
     assert data == archive.data
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     assert "trainyard/workloads/maxtext/train.py" in names and not any("__pycache__" in n for n in names)
+    assert not any("/fsdp/" in name for name in names)
     job = manifest(dev_plan, "RayJob", "llama3-8b")
     assert job["spec"]["runtimeEnvYAML"] == "working_dir: file:///opt/trainyard/code/workloads.zip\n"
     head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     assert {"name": "trainyard-code", "configMap": {"name": archive.config_map_name}} in head["volumes"]
-    # Same files, same bytes; one changed byte in a trainer, another name (so the jobs change in a preview).
-    (tmp_path / "workloads").mkdir()
-    for path in workload_code.shipped_files(PROJECT_DIR):
-        target = tmp_path / path.relative_to(PROJECT_DIR)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(path.read_bytes())
-    assert workload_code.build_archive(tmp_path) == archive
-    (tmp_path / "workloads/maxtext/train.py").write_text(
-        (tmp_path / "workloads/maxtext/train.py").read_text() + "\n# changed\n"
-    )
-    assert workload_code.build_archive(tmp_path).config_map_name != archive.config_map_name
+    fsdp = workload_code.build_archive("fsdp", PROJECT_DIR)
+    volumes = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "trainyard-code", "configMap": {"name": fsdp.config_map_name}} in volumes
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args], check=True)
+
+
+def test_a_code_name_follows_its_trainers_tracked_files_only(tmp_path):
+    for name in ("workloads/__init__.py", "workloads/fsdp/train.py", "workloads/maxtext/train.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"# {name}\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "one")
+    before = {trainer: workload_code.build_archive(trainer, tmp_path) for trainer in ("fsdp", "maxtext")}
+    (tmp_path / "workloads/fsdp/scratch.py").write_text("untracked\n")
+    (tmp_path / "workloads/fsdp/notes.md").write_text("not shipped\n")
+    assert {trainer: workload_code.build_archive(trainer, tmp_path) for trainer in before} == before
+    (tmp_path / "workloads/fsdp/train.py").write_text("# changed\n")
+    after = {trainer: workload_code.build_archive(trainer, tmp_path) for trainer in before}
+    assert after["maxtext"] == before["maxtext"]
+    assert after["fsdp"].config_map_name != before["fsdp"].config_map_name
+    assert after["fsdp"].config_map_name.startswith("workloads-fsdp-")
 
 
 def test_the_code_archive_is_found_from_the_project_root_and_never_ships_empty(tmp_path):
     assert workload_code.PROJECT_DIR == PROJECT_DIR
     with pytest.raises(FileNotFoundError, match="no workloads/ package under"):
-        workload_code.build_archive(tmp_path)
+        workload_code.build_archive("fsdp", tmp_path)
 
 
 def test_fsdp_job(dev_plan):
