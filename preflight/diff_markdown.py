@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.facts.gke import NODE_POOL_TYPE
+from components.facts.gke import NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.plan import integral_as_int
-from preflight.plan_diff import NODES_MIGRATED, PlanDiff
+from preflight.plan_diff import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload
 
 
 def _show(value: Any, limit: int = 80) -> str:
@@ -22,14 +22,54 @@ def _short_type(type_: str) -> str:
     return type_.rsplit(":", 1)[-1]
 
 
+def _workload_name(inputs: Mapping[str, Any]) -> str:
+    metadata = inputs.get("metadata") or {}
+    return (metadata.get("labels") or {}).get(WORKLOAD_LABEL) or metadata.get("name", "?")
+
+
+def _object_name(change: ResourceChange, side: str) -> str:
+    return next((getattr(c, side) for c in change.changes if c.path == "metadata.name"), None) or "?"
+
+
+def _workload_replaced(change: ResourceChange, head: Mapping[str, Any]) -> str:
+    kind = _short_type(change.type)
+    paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
+    old, new = _object_name(change, "old"), _object_name(change, "new")
+    if change.old_retained:
+        return (
+            f"> **{kind} `{_workload_name(head)}` gets a new revision** (`{old}` → `{new}`, because of {paths}): "
+            f"the running `{old}` is kept (retainOnDelete) and runs to its end; `{new}` waits for Kueue quota."
+        )
+    return (
+        f"> **{kind} `{_workload_name(head)}` will be REPLACED: the running object is DELETED with its pods** "
+        f"and recreated, because of {paths}."
+    )
+
+
+def _workload_removed(resource: Mapping[str, Any]) -> str:
+    kind = _short_type(resource["type"])
+    name = _workload_name(resource.get("inputs") or {})
+    if (resource.get("options") or {}).get("retainOnDelete"):
+        return (
+            f"> **{kind} `{name}` leaves the stack**: the object stays in the cluster (retainOnDelete) and runs to "
+            f"its end; `kubectl delete {kind.lower()} -l {WORKLOAD_LABEL}={name}` stops it."
+        )
+    return f"> **{kind} `{name}` will be DELETED with its running pods.**"
+
+
 def _replacement_warning(diff: PlanDiff) -> list[str]:
     lines = []
+    heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
     for change in diff.replaced:
+        if is_workload(change.type):
+            lines.append(_workload_replaced(change, heads.get(change.urn, {})))
+            continue
         paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
         lines.append(
             f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
             f"because of {paths}."
         )
+    lines += [_workload_removed(resource) for resource in diff.removed if is_workload(resource["type"])]
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
         if change.type == NODE_POOL_TYPE and migrated and not change.replaced:

@@ -68,6 +68,8 @@ class Registration:
     dependencies: list[str]
     inputs: dict[str, Any]
     aliases: list[str] = field(default_factory=list)  # earlier URNs the engine treats as this resource
+    retain_on_delete: bool = False  # a delete (or the old half of a replacement) leaves the cloud object alone
+    delete_before_replace: bool = False
 
 
 def masked(value: Any) -> Any:
@@ -145,6 +147,8 @@ class RecordingMonitor(mocks.MockMonitor):
                 dependencies=sorted(request.dependencies),
                 inputs=engine_value(wire_inputs),
                 aliases=self.alias_urns(request),
+                retain_on_delete=bool(request.retainOnDelete),
+                delete_before_replace=bool(request.deleteBeforeReplace),
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)

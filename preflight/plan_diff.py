@@ -90,6 +90,19 @@ CLUSTER_REPLACE = (
 )
 
 
+# Kubernetes: a new name or namespace is a new object; a Job's pod template, selector and completion mode are
+# immutable once created (https://kubernetes.io/docs/concepts/workloads/controllers/job/), so pulumi-kubernetes
+# replaces the Job. Workloads whose replacement or removal the diff spells out, naming the workload:
+KUBERNETES_REPLACE = ("metadata.name", "metadata.namespace")
+JOB_TYPE = "kubernetes:batch/v1:Job"
+JOB_REPLACE = ("spec.template", "spec.selector", "spec.completionMode")
+WORKLOAD_KINDS = ("Job", "RayJob", "RayCluster", "JobSet")
+
+
+def is_workload(type_: str) -> bool:
+    return type_.startswith("kubernetes:") and type_.rsplit(":", 1)[-1] in WORKLOAD_KINDS
+
+
 @dataclass(frozen=True)
 class PropertyChange:
     path: str
@@ -104,6 +117,7 @@ class ResourceChange:
     type: str
     name: str
     changes: tuple[PropertyChange, ...]
+    old_retained: bool = False  # the base resource carries retainOnDelete: its replacement leaves it running
 
     @property
     def replaced(self) -> bool:
@@ -175,6 +189,8 @@ def forces_replacement(type_: str, path: str) -> bool:
         if path.startswith("nodeConfig."):
             return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE[:-3]))
         return _under(path, CLUSTER_REPLACE)
+    if type_.startswith("kubernetes:"):
+        return _under(path, KUBERNETES_REPLACE) or (type_ == JOB_TYPE and _under(path, JOB_REPLACE))
     return False
 
 
@@ -202,7 +218,8 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
         old, new = base_resources[base_urn], head_resources[urn]
         changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {})
         if changes:
-            result.changed.append(ResourceChange(urn, new["type"], new["name"], tuple(changes)))
+            retained = bool((old.get("options") or {}).get("retainOnDelete"))
+            result.changed.append(ResourceChange(urn, new["type"], new["name"], tuple(changes), retained))
     result.changed.sort(key=lambda change: (not change.replaced, change.urn))
     base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, pack_config)} if base else {}
     head_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(head, pack_config)}

@@ -21,8 +21,10 @@ from components.facts.gke import (
     METADATA_SERVER_LABEL,
     SKIP_AWAIT,
     TPU_RESOURCE,
+    WORKLOAD_LABEL,
 )
 from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
+from components.kube.revision import retained, revision_name
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
@@ -237,19 +239,27 @@ class RayWorkloads(pulumi.ComponentResource):
         annotations = dict(SKIP_AWAIT)
         if job.elastic:
             annotations[ELASTIC_JOB_ANNOTATION] = "true"
+        spec = {
+            "entrypoint": maxtext_entrypoint(job, group),
+            "runtimeEnvYAML": f"working_dir: {self._code.ray_working_dir}\n",
+            "shutdownAfterJobFinishes": True,
+            "suspend": True,
+            "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code),
+        }
+        # Named by content and retained when superseded (kube/revision.py); MaxText's run folder is the job's,
+        # so a new revision resumes from the checkpoints of the one before.
         return k8s.apiextensions.CustomResource(
             f"rayjob-{job.name}",
             api_version=API_VERSION,
             kind="RayJob",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=job.name, namespace=self._namespace, labels=self._queue_labels, annotations=annotations
+                name=revision_name(job.name, spec),
+                namespace=self._namespace,
+                labels={**self._queue_labels, WORKLOAD_LABEL: job.name},
+                annotations=annotations,
             ),
-            spec={
-                "entrypoint": maxtext_entrypoint(job, group),
-                "runtimeEnvYAML": f"working_dir: {self._code.ray_working_dir}\n",
-                "shutdownAfterJobFinishes": True,
-                "suspend": True,
-                "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code),
-            },
-            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.config_map])),
+            spec=spec,
+            opts=retained(
+                pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.config_map]))
+            ),
         )

@@ -23,10 +23,13 @@ from components.facts.gke import (
     GPU_ACCELERATOR_LABEL,
     GPU_RESOURCE,
     INTERFACES_ANNOTATION,
+    JOB_NAME_POD_LABEL,
     MAX_RUN_ANNOTATION,
     SKIP_AWAIT,
+    WORKLOAD_LABEL,
 )
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
+from components.kube.revision import FINISHED_TTL_SECONDS, retained, revision_name
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
@@ -60,22 +63,32 @@ def nccl_env(tuner_config: str) -> dict[str, str]:
     }
 
 
+# The pod's own Job name (`<job>-<revision>`, see kube/revision.py), from the label the Job controller sets.
+JOB_NAME_ENV = "JOB_NAME"
+
+
 def trainer_args(job: FsdpJobConfig) -> list[str]:
-    args = {"output-dir": f"{DATA_MOUNT}/fsdp/{job.name}", **job.args}
+    """Each revision writes (and, restarted, resumes) in its own folder of the job's."""
+    args = {"output-dir": f"{DATA_MOUNT}/fsdp/{job.name}/${JOB_NAME_ENV}", **job.args}
     return [word for key, value in args.items() for word in (f"--{key}", value)]
 
 
+def _shell_word(word: str) -> str:
+    """Quoted; a word naming $JOB_NAME or $JOB_COMPLETION_INDEX in double quotes, so the shell expands them."""
+    return f'"{word}"' if "$" in word and '"' not in word and "`" not in word else shlex.quote(word)
+
+
 def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, service: str) -> str:
-    """Unpack the content-addressed code, then torchrun with node rank = the pod's completion index."""
+    """Unpack the content-addressed code, then torchrun with node rank = the pod's completion index; pod 0 of
+    this revision (hostname `<job name>-0` under the headless Service) hosts the rendezvous."""
     torchrun = [
         "torchrun", f"--nnodes={job.nodes}", f"--nproc_per_node={pool.machine.gpus_per_vm}",
         "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
-        f"--rdzv_endpoint={job.name}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
+        f"--rdzv_endpoint=${JOB_NAME_ENV}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
     ]  # fmt: skip
     extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
     unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
-    # $JOB_COMPLETION_INDEX must reach the shell unquoted; every other word is quoted.
-    command = " ".join(word if word.startswith("--node_rank") else shlex.quote(word) for word in torchrun)
+    command = " ".join(_shell_word(word) for word in torchrun)
     return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\nexec {command}\n"
 
 
@@ -147,6 +160,14 @@ class TorchWorkloads(pulumi.ComponentResource):
             k8s.core.v1.EnvVarArgs(name=key, value=value)
             for key, value in nccl_env(pool.machine.nccl_tuner_config).items()
         ]
+        env.append(
+            k8s.core.v1.EnvVarArgs(
+                name=JOB_NAME_ENV,
+                value_from=k8s.core.v1.EnvVarSourceArgs(
+                    field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=f"metadata.labels['{JOB_NAME_POD_LABEL}']")
+                ),
+            )
+        )
         if token is not None:
             env.append(
                 k8s.core.v1.EnvVarArgs(
@@ -179,7 +200,8 @@ class TorchWorkloads(pulumi.ComponentResource):
         max_run = {MAX_RUN_ANNOTATION: str(job.max_run_duration_seconds)}
         pod = k8s.core.v1.PodTemplateSpecArgs(
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run}
+                labels={WORKLOAD_LABEL: job.name},
+                annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run},
             ),
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job.name,
@@ -199,27 +221,30 @@ class TorchWorkloads(pulumi.ComponentResource):
             ),
         )
         extra = [service, self._code.config_map] + ([token] if token is not None else [])
+        spec = k8s.batch.v1.JobSpecArgs(
+            suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
+            backoff_limit=0, ttl_seconds_after_finished=FINISHED_TTL_SECONDS, template=pod,
+        )  # fmt: skip
         return k8s.batch.v1.Job(
             f"job-{job.name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=job.name, namespace=self._namespace, labels=self._queue_labels,
+                name=revision_name(job.name, spec), namespace=self._namespace,
+                labels={**self._queue_labels, WORKLOAD_LABEL: job.name},
                 annotations={**SKIP_AWAIT, **max_run},
             ),
-            spec=k8s.batch.v1.JobSpecArgs(
-                suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
-                backoff_limit=0, template=pod,
-            ),
-            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra)),
+            spec=spec,
+            opts=retained(pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra))),
         )  # fmt: skip
 
     def _service(self, job: FsdpJobConfig) -> k8s.core.v1.Service:
-        """Headless: gives pod 0 the DNS name `<job>-0.<job>` the other nodes rendezvous on."""
+        """Headless, one per job across its revisions: gives each revision's pod 0 the DNS name
+        `<job>-<revision>-0.<job>` the other nodes rendezvous on."""
         return k8s.core.v1.Service(
             f"service-{job.name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=job.name, namespace=self._namespace),
             spec=k8s.core.v1.ServiceSpecArgs(
                 cluster_ip="None",
-                selector={"job-name": job.name},
+                selector={WORKLOAD_LABEL: job.name},
                 ports=[k8s.core.v1.ServicePortArgs(name="rdzv", port=RDZV_PORT, target_port=RDZV_PORT)],
             ),
             opts=self._opts,

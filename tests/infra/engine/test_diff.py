@@ -132,6 +132,10 @@ def _git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
+def _git_out(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
 def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     """Clone the project, commit an MTU change, and diff HEAD against HEAD~1 through `main`."""
     clone = tmp_path / "clone"
@@ -151,3 +155,62 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     listing = subprocess.run(["git", "worktree", "list"], cwd=clone, capture_output=True, text=True, check=True)
     worktrees = listing.stdout
     assert len(worktrees.splitlines()) == 1  # the temporary worktree was removed
+
+
+def _commit_all(clone: Path, message: str) -> None:
+    _git("add", "-A", cwd=clone)
+    _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qm", message, cwd=clone)
+
+
+def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, capsys):
+    """Two commits that differ only in a file of workloads/fsdp/: the FSDP job gets a new revision (the running
+    one kept), its image and code change, and nothing of the MaxText job does."""
+    clone = tmp_path / "clone"
+    _git("clone", "--quiet", "--no-hardlinks", str(PROJECT_DIR), str(clone), cwd=tmp_path)
+    listed = _git_out("ls-files", "-co", "--exclude-standard", cwd=PROJECT_DIR).splitlines()
+    for name in listed:  # the working tree as it is, committed in the clone
+        source = PROJECT_DIR / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            (clone / name).write_bytes(source.read_bytes())
+    _commit_all(clone, "the working tree")
+    trainer = clone / "workloads/fsdp/train.py"
+    trainer.write_text(trainer.read_text() + "\n# a fix that changes nothing but the bytes\n")
+    _commit_all(clone, "a trainer change")
+    assert diff.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
+    markdown = capsys.readouterr().out
+    assert "[!CAUTION]" in markdown
+    assert re.search(r"> \*\*Job `llama31-70b-fsdp` gets a new revision\*\* \(`llama31-70b-fsdp-[0-9a-f]{6}` → "
+                     r"`llama31-70b-fsdp-[0-9a-f]{6}`, because of .*`metadata.name`.*\): the running "
+                     r"`llama31-70b-fsdp-[0-9a-f]{6}` is kept \(retainOnDelete\)", markdown)  # fmt: skip
+    assert "**Image `image-fsdp`**" in markdown and "workloads-fsdp-" in markdown
+    changes = markdown.split("```mermaid")[0]  # the diagram below draws every resource
+    assert "llama3-8b" not in changes and "image-maxtext" not in changes and "workloads-maxtext-" not in changes
+
+
+def _with_options(resource: dict, **options) -> dict:
+    return {**resource, "options": options} if options else resource
+
+
+@pytest.mark.parametrize(
+    ("retained", "said"),
+    [
+        (True, "gets a new revision** (`fsdp-finetune` → `fsdp-finetune-2`"),
+        (False, "will be REPLACED: the running object is DELETED with its pods** and recreated"),
+    ],
+)
+def test_a_workload_replacement_says_whether_the_running_one_survives(retained, said):
+    job = fx.changed(fx.fsdp_job(), "metadata.labels.trainyard/workload", "fsdp-finetune")
+    base = fx.plan(fx.replace(fx.good_stack(), _with_options(job, **({"retainOnDelete": True} if retained else {}))))
+    head = fx.plan(fx.replace(fx.good_stack(), fx.changed(job, "metadata.name", "fsdp-finetune-2")))
+    markdown = diff_markdown.render_markdown(plan_diff.compare(base, head), "base")
+    assert "[!CAUTION]" in markdown and f"> **Job `fsdp-finetune` {said}" in markdown
+
+
+def test_a_workload_leaving_the_stack_says_whether_it_keeps_running():
+    job = fx.fsdp_job()
+    gone = fx.plan([r for r in fx.good_stack() if r["name"] != job["name"]])
+    for options, said in (({"retainOnDelete": True}, "leaves the stack**: the object stays"), ({}, "will be DELETED")):
+        base = fx.plan(fx.replace(fx.good_stack(), _with_options(job, **options)))
+        markdown = diff_markdown.render_markdown(plan_diff.compare(base, gone), "base")
+        assert f"> **Job `fsdp-finetune` {said}" in markdown

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
 
 from components.facts import gke, topology
+from components.facts.gke import WORKLOAD_LABEL
 from preflight.placement import check_placement, parse_quantity
 
 
@@ -46,24 +48,31 @@ def test_the_dev_stack_places_every_pod(dev_plan):
 
 def test_a_ray_head_asking_for_a_whole_system_node_is_caught(plan_with):
     plan = plan_with(lambda values: values["trainyard:jobs"]["ray"].update(headCpu="8"))
-    assert problems_of(plan) == [
-        (
-            "RayJob trainyard/llama3-8b (headGroupSpec): container ray-head requests cpu 8 (pod total 8), but the "
-            "closest pool system (e2-standard-8) has 7.91 allocatable"
-        )
-    ]
+    [problem] = problems_of(plan)
+    assert re.fullmatch(
+        r"RayJob trainyard/llama3-8b-[0-9a-f]{6} \(headGroupSpec\): container ray-head requests cpu 8 \(pod total 8\), "
+        r"but the closest pool system \(e2-standard-8\) has 7\.91 allocatable",
+        problem,
+    )
 
 
 def test_too_much_memory_names_the_closest_pool(plan_with):
     plan = plan_with(lambda values: values["trainyard:jobs"]["fsdp"][0].update(memory="4000Gi"))
     [problem] = problems_of(plan)
-    assert problem.startswith("Job trainyard/llama31-70b-fsdp: container trainer requests memory 4000.00 GiB")
+    assert re.match(
+        r"Job trainyard/llama31-70b-fsdp-[0-9a-f]{6}: container trainer requests memory 4000\.00 GiB", problem
+    )
     assert "closest pool gpu-nodepool-dws (a4-highgpu-8g) has 3881.78 GiB allocatable" in problem
 
 
 def run_with(plan, kind: str, name: str, edit) -> list[str]:
     resources = copy.deepcopy(plan.to_json()["resources"])
-    target = next(r for r in resources if r["type"].endswith(f":{kind}") and r["inputs"]["metadata"]["name"] == name)
+    target = next(
+        r
+        for r in resources
+        if r["type"].endswith(f":{kind}")
+        and name in (r["inputs"]["metadata"]["name"], r["inputs"]["metadata"].get("labels", {}).get(WORKLOAD_LABEL))
+    )
     edit(target["inputs"])
     return [str(problem) for problem in check_placement(resources)[1]]
 
@@ -113,5 +122,7 @@ def test_daemonsets_take_their_share_of_every_node_they_land_on(dev_plan):
         spec["containers"][0]["resources"] = {"requests": {"cpu": "4"}}
 
     [problem] = run_with(dev_plan, "DaemonSet", "nccl-rdma-installer", everywhere_with_four_cpus)
-    assert problem.startswith("RayJob trainyard/llama3-8b (headGroupSpec): container ray-head requests cpu 4")
+    assert re.match(
+        r"RayJob trainyard/llama3-8b-[0-9a-f]{6} \(headGroupSpec\): container ray-head requests cpu 4", problem
+    )
     assert problem.endswith("has 3.91 allocatable after the stack's DaemonSets")

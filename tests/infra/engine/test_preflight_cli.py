@@ -55,7 +55,7 @@ def test_json_contract(dev_run):
     assert {"project", "stack", "resources"} <= set(plan)
     assert (plan["project"], plan["stack"]) == ("trainyard", "dev")
     for resource in plan["resources"]:
-        assert set(resource) - {"aliases"} == {
+        assert set(resource) - {"aliases", "options"} == {
             "urn",
             "type",
             "name",
@@ -66,6 +66,7 @@ def test_json_contract(dev_run):
             "inputs",
         }
         assert resource.get("aliases", ["present only when not empty"])
+        assert resource.get("options", {"retainOnDelete": True}) in ({"retainOnDelete": True},)
         assert resource["urn"].startswith("urn:pulumi:dev::trainyard::")
     pool = next(r for r in plan["resources"] if r["name"] == "v6e-16-0")
     assert pool["inputs"]["nodeCount"] == 4.0 and isinstance(pool["inputs"]["nodeCount"], float)

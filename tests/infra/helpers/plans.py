@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from components.facts.gke import WORKLOAD_LABEL
 from preflight.plan import Plan
 
 PROJECT_DIR = Path(__file__).resolve().parents[3]
@@ -30,7 +31,14 @@ def one(plan: Plan, type_: str, name: str) -> dict[str, Any]:
 
 
 def manifest(plan: Plan, kind: str, name: str) -> dict[str, Any]:
-    found = [m for m in plan.manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    """The object of `kind` named `name`, or the revision of the workload `name` (Jobs and RayJobs are named
+    `<workload>-<revision>` and labelled with the workload)."""
+    found = [
+        m
+        for m in plan.manifests
+        if m["kind"] == kind
+        and (m["metadata"]["name"] == name or (m["metadata"].get("labels") or {}).get(WORKLOAD_LABEL) == name)
+    ]
     assert len(found) == 1, f"{kind} {name}: {len(found)} found"
     return found[0]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import shlex
 import subprocess
 import zipfile
@@ -37,7 +38,8 @@ def entrypoint_words(rayjob):
 
 def test_rayjob_metadata_and_lifecycle(dev_plan):
     job = manifest(dev_plan, "RayJob", "llama3-8b")
-    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
+    assert re.fullmatch(r"llama3-8b-[0-9a-f]{6}", job["metadata"]["name"])
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard", "trainyard/workload": "llama3-8b"}
     assert job["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
     assert job["spec"]["shutdownAfterJobFinishes"] is True and job["spec"]["suspend"] is True
 
@@ -190,11 +192,14 @@ def test_the_code_archive_is_found_from_the_project_root_and_never_ships_empty(t
 
 def test_fsdp_job(dev_plan):
     job = manifest(dev_plan, "Job", "llama31-70b-fsdp")
-    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "trainyard"}
+    assert re.fullmatch(r"llama31-70b-fsdp-[0-9a-f]{6}", job["metadata"]["name"])
+    labels = {"kueue.x-k8s.io/queue-name": "trainyard", "trainyard/workload": "llama31-70b-fsdp"}
+    assert job["metadata"]["labels"] == labels
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     spec = job["spec"]
     shape = ("suspend", "completionMode", "completions", "parallelism", "backoffLimit")
     assert tuple(spec[key] for key in shape) == (True, "Indexed", 2, 2, 0)
+    assert spec["ttlSecondsAfterFinished"] == 3 * 24 * 3600
     pod = spec["template"]
     annotations = pod["metadata"]["annotations"]
     assert annotations["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "7200"
@@ -216,26 +221,34 @@ def test_fsdp_job(dev_plan):
     )
     assert pod["spec"]["subdomain"] == "llama31-70b-fsdp"
     service = manifest(dev_plan, "Service", "llama31-70b-fsdp")["spec"]
-    assert service["clusterIP"] == "None" and service["selector"] == {"job-name": "llama31-70b-fsdp"}
+    assert service["clusterIP"] == "None" and service["selector"] == {"trainyard/workload": "llama31-70b-fsdp"}
+    assert pod["metadata"]["labels"] == {"trainyard/workload": "llama31-70b-fsdp"}
+    (job_name,) = [e for e in container["env"] if e["name"] == "JOB_NAME"]
+    assert job_name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
     assert service["ports"][0]["port"] == 29400
 
 
 def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
     script = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]["args"][0]
-    launch = shlex.split(script.splitlines()[-1])
-    assert launch[:7] == [
-        "exec", "torchrun", "--nnodes=2", "--nproc_per_node=8", "--node_rank=$JOB_COMPLETION_INDEX",
-        "--rdzv_backend=c10d", "--rdzv_id=llama31-70b-fsdp",
+    # The words the pod's shell hands torchrun, with the variables Kubernetes sets.
+    echo = 'printf "%s\\n" ' + script.splitlines()[-1].removeprefix("exec ")
+    env = {"PATH": "/usr/bin:/bin", "JOB_NAME": "llama31-70b-fsdp-0a1b2c", "JOB_COMPLETION_INDEX": "1"}
+    launch = subprocess.run(["bash", "-c", echo], env=env, capture_output=True, text=True, check=True).stdout.split(
+        "\n"
+    )
+    assert launch[:6] == [
+        "torchrun", "--nnodes=2", "--nproc_per_node=8", "--node_rank=1", "--rdzv_backend=c10d",
+        "--rdzv_id=llama31-70b-fsdp",
     ]  # fmt: skip
-    assert "--rdzv_endpoint=llama31-70b-fsdp-0.llama31-70b-fsdp:29400" in launch
-    trainer_flags = launch[launch.index("workloads.fsdp.train") + 1 :]
+    assert "--rdzv_endpoint=llama31-70b-fsdp-0a1b2c-0.llama31-70b-fsdp:29400" in launch
+    trainer_flags = [word for word in launch[launch.index("workloads.fsdp.train") + 1 :] if word]
     config = parse_config(trainer_flags, environ={})
     assert (config.model_id, config.per_device_train_batch_size, config.max_seq_length) == (
         "meta-llama/Llama-3.1-70B",
         8,
         512,
     )
-    assert config.output_dir == "/data/fsdp/llama31-70b-fsdp"
+    assert config.output_dir == "/data/fsdp/llama31-70b-fsdp/llama31-70b-fsdp-0a1b2c"
 
 
 def test_smoke_jobs(full_plan):
