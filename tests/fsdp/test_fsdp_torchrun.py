@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import torch
-from fsdp_helpers import load_checkpoint, read_jsonl, run_torchrun, tiny_args
+from fsdp_helpers import kill_tree, load_checkpoint, read_jsonl, run_torchrun, start_torchrun, tiny_args
 
 from workloads.fsdp.checkpoint import complete_steps, step_dir_name
 
@@ -73,6 +75,43 @@ def test_killed_run_resumes_at_its_checkpoint_bit_exact(tiny, reference: Path, t
     assert final.keys() == expected.keys()
     for key in expected:
         assert torch.equal(final[key], expected[key]), f"{key} differs after resume"
+
+
+def test_a_drained_run_saves_on_sigterm_and_resumes_with_the_same_losses(tiny, reference: Path, tmp_path: Path):
+    """SIGTERM to torchrun, as the kubelet sends a drained or reclaimed node's container: the workers save at the
+    next step boundary (not one of the every-5 steps) and stop; a restart resumes there and trains the very same
+    steps as the uninterrupted run."""
+    out = tmp_path / "drained"
+    args = tiny_args(tiny, out, max_steps=STEPS, checkpoint_steps=EVERY, eval_steps=10)
+    process = start_torchrun(2, args, tmp_path / "drained.txt")
+    metrics = out / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 240
+        while not (metrics.exists() and len(read_jsonl(metrics, "train")) >= 6):
+            assert process.poll() is None and time.monotonic() < deadline, "the run ended before the drain"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            kill_tree(process)
+    drained = (tmp_path / "drained.txt").read_text()
+    assert process.returncode != 0, drained[-3000:]
+    assert "Received 15 death signal, shutting down workers" in drained  # torchrun passed the SIGTERM on
+    stopped_at = complete_steps(out / "checkpoints")[-1]
+    assert stopped_at % EVERY != 0 and 6 <= stopped_at < STEPS
+    assert f"stopped on request after the checkpoint at step: {stopped_at}" in drained
+
+    resumed = run_torchrun(2, args, tmp_path / "resumed.txt")
+    assert resumed.returncode == 0, resumed.output[-3000:]
+    assert resumed.header()["resumed_from_step"] == stopped_at
+    reference_losses = {r["step"]: r["loss"] for r in read_jsonl(reference / "metrics.jsonl", "train")}
+    losses = {r["step"]: r["loss"] for r in read_jsonl(metrics, "train")}  # both runs appended here
+    assert losses == reference_losses
+    final = _model_tensors(load_checkpoint(out / "checkpoints" / step_dir_name(STEPS), tmp_path))
+    expected = _model_tensors(load_checkpoint(reference / "checkpoints" / step_dir_name(STEPS), tmp_path))
+    for key in expected:
+        assert torch.equal(final[key], expected[key]), f"{key} differs after the drain and resume"
 
 
 def test_two_process_checkpoint_resumes_in_one_process(tiny, reference: Path, tmp_path: Path):

@@ -67,6 +67,7 @@ def make_schedule(config: TrainConfig, train: BatchPlanner) -> Schedule:
         config.checkpoint_epochs,
         config.eval_steps,
         config.eval_max_batches,
+        config.checkpoint_minutes * 60,
     )
 
 

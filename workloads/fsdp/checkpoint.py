@@ -159,6 +159,8 @@ class Checkpointer:
         if not self.keep:
             return
         for old_step in complete_steps(self.root)[: -self.keep]:
+            # The marker goes first: a prune cut short leaves a step that no resume will pick.
+            (self.root / step_dir_name(old_step) / MARKER).unlink(missing_ok=True)
             shutil.rmtree(self.root / step_dir_name(old_step), ignore_errors=True)
 
     def load(self, step: int, state: dict[str, Stateful]) -> None:

@@ -78,6 +78,9 @@ class TrainConfig:
     # Checkpoints, evaluation, metrics.
     checkpoint_steps: int = _opt(0, "save a checkpoint every N optimizer steps; 0 disables")
     checkpoint_epochs: int = _opt(12, "also save at the end of every N-th epoch; 0 disables")
+    checkpoint_minutes: float = _opt(
+        0.0, "also save when this many minutes passed since the last save (bounds what a lost node costs); 0 disables"
+    )
     async_checkpoint: bool = _opt(False, "save checkpoints in the background (own gloo group)")
     keep_checkpoints: int = _opt(0, "complete checkpoints to keep; 0 keeps all")
     resume: bool = _opt(True, "resume from the newest complete checkpoint in OUTPUT_DIR")
@@ -180,6 +183,7 @@ def validate(config: TrainConfig) -> None:
         "max_grad_norm",
         "checkpoint_steps",
         "checkpoint_epochs",
+        "checkpoint_minutes",
         "keep_checkpoints",
         "eval_steps",
         "eval_max_batches",

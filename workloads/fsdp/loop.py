@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,6 +144,10 @@ class Schedule:
     checkpoint_epochs: int
     eval_steps: int
     eval_max_batches: int
+    checkpoint_seconds: float = 0.0  # also save when this long has passed since the last save; 0: never
+
+    def checkpoint_overdue(self, seconds_since_save: float) -> bool:
+        return bool(self.checkpoint_seconds) and seconds_since_save >= self.checkpoint_seconds
 
     def checkpoint_due(self, step: int) -> bool:
         at_epoch_end = step % self.steps_per_epoch == 0
@@ -158,19 +163,60 @@ class Schedule:
         return bool(self.eval_steps and step % self.eval_steps == 0) or step == self.total_steps
 
 
-def run(trainer: Trainer, schedule: Schedule, checkpointer: Checkpointer, logger: MetricsLogger) -> None:
+class StopRequest:
+    """SIGTERM (a node drain, a preemption, a DWS reclaim, torchrun passing its own on) asks the loop to save
+    and stop at the next step boundary; the pod's grace period is the time that save has."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def install(self) -> StopRequest:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+
+def agreed(device: torch.device, *flags: bool) -> list[bool]:
+    """Each flag, true on every rank if it is true on any: one rank's SIGTERM or clock stops them all together
+    (a checkpoint is a collective)."""
+    values = torch.tensor([float(flag) for flag in flags], device=device)
+    dist.all_reduce(values, op=dist.ReduceOp.MAX)
+    return [bool(value) for value in values.tolist()]
+
+
+def run(
+    trainer: Trainer,
+    schedule: Schedule,
+    checkpointer: Checkpointer,
+    logger: MetricsLogger,
+    stop: StopRequest | None = None,
+) -> bool:
+    """Train to the last step (True), or until a stop request, after saving a checkpoint (False)."""
     trainer.before_optimizer_step = checkpointer.wait_for_staging
+    stop = stop or StopRequest()
+    last_save = time.monotonic()
     while trainer.progress.step < schedule.total_steps:
         record = trainer.train_step()
         logger.step(record)
         step = record.step
         checkpointer.poll()
-        if schedule.checkpoint_due(step):
+        stopping, overdue = agreed(
+            trainer.device, stop.requested, schedule.checkpoint_overdue(time.monotonic() - last_save)
+        )
+        if schedule.checkpoint_due(step) or overdue or stopping:
             blocked = checkpointer.save(step, trainer.checkpoint_state())
+            last_save = time.monotonic()
             logger.say(f"checkpoint at step: {step}, blocked seconds: {blocked:.3f}, async: {checkpointer.async_save}")
             logger.event("checkpoint", step=step, blocked_seconds=blocked, async_save=checkpointer.async_save)
+        if stopping:
+            checkpointer.close()
+            logger.say(f"stopped on request after the checkpoint at step: {step}; a restart resumes from it")
+            return False
         if schedule.eval_due(step):
             started = time.perf_counter()
             loss, tokens = trainer.evaluate(schedule.eval_max_batches)
             logger.eval(step, loss, tokens, time.perf_counter() - started)
     checkpointer.close()
+    return True

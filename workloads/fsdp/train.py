@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from workloads.fsdp.builder import Job, build_job
 from workloads.fsdp.config import parse_config
 from workloads.fsdp.distributed import init_distributed, shutdown
-from workloads.fsdp.loop import run
+from workloads.fsdp.loop import StopRequest, run
 from workloads.fsdp.lora import export_adapter
 from workloads.fsdp.metrics import MetricsLogger, detect_peak_flops
 
@@ -45,8 +45,13 @@ def export_final(job: Job) -> None:
         job.tokenizer.save_pretrained(final_dir)
 
 
+# The exit status of a run that stopped on SIGTERM after saving (EX_TEMPFAIL): try again, it resumes.
+STOPPED_EXIT_CODE = 75
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     config = parse_config(argv)
+    stop = StopRequest().install()  # before the slow start: a drain during model loading still stops cleanly
     info = init_distributed(config.dist_timeout_s)
     job = build_job(config, info)
     resumed_from = resume(job)
@@ -67,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
         )
     )
-    run(job.trainer, job.schedule, job.checkpointer, logger)
+    if not run(job.trainer, job.schedule, job.checkpointer, logger, stop):
+        logger.close()
+        shutdown()
+        sys.exit(STOPPED_EXIT_CODE)
     export_final(job)
     logger.summary()
     logger.say(f"training finished at step: {job.trainer.progress.step}")
