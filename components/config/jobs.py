@@ -123,8 +123,10 @@ class MaxTextJobConfig(ConfigModel):
     """Elastic: fewest whole slices Ray Train runs on."""
     max_slices: Int | None = Field(None, ge=1)
     """Elastic: most slices; unset: every slice of the group."""
-    max_failures: Int = Field(0, ge=0)
-    """Worker-group restarts Ray Train allows."""
+    max_failures: Int = Field(3, ge=0)
+    """Worker-group restarts Ray Train allows (a lost TPU worker restarts the group from the newest checkpoint)."""
+    checkpoint_period: Int = Field(20, ge=1)
+    """MaxText checkpoint_period: steps between checkpoints, the most a restart loses."""
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
     """Further MaxText key=value arguments (mesh sizes go in ici/dcn)."""
 
@@ -153,6 +155,11 @@ class FsdpJobConfig(ConfigModel):
     """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}."""
     max_run_duration_seconds: Int = Field(7200, ge=60)
     """How long DWS keeps the nodes (provreq maxRunDurationSeconds)."""
+    restarts: Int = Field(3, ge=0)
+    """Failed attempts the job resumes from its newest checkpoint before it gives up; disruptions (drain,
+    preemption, reclaim) do not count."""
+    grace_seconds: Int = Field(300, ge=30, le=3600)
+    """How long a trainer has, after SIGTERM, to save a checkpoint before it is killed."""
     # The Pulumi secret config key holding the Hugging Face token (gated models), outside the trainyard
     # namespace whose keys are all typed: `pulumi config set --secret huggingface:token hf_...`.
     hf_token_key: str | None = Field("huggingface:token", pattern=CONFIG_KEY)

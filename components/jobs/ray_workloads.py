@@ -52,6 +52,7 @@ def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]
         "dataset_type": job.dataset_type,
         "run_name": job.effective_run_name,
         "base_output_directory": OUTPUT_DIR,
+        "checkpoint_period": job.checkpoint_period,
     }
     if job.remat_policy:
         values["remat_policy"] = job.remat_policy

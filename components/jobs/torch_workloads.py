@@ -63,6 +63,20 @@ def nccl_env(tuner_config: str) -> dict[str, str]:
     }
 
 
+# torchrun waits this much less than the pod's grace period for its workers' SIGTERM checkpoint, then kills them.
+SHUTDOWN_MARGIN_SECONDS = 15
+# Disruptions (a drain, a preemption, a DWS reclaim, the node's graceful shutdown) set this condition on the pod;
+# they must not use up the Job's backoffLimit, which is for the trainer's own failures
+# (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-failure-policy).
+IGNORE_DISRUPTIONS = k8s.batch.v1.PodFailurePolicyArgs(
+    rules=[
+        k8s.batch.v1.PodFailurePolicyRuleArgs(
+            action="Ignore",
+            on_pod_conditions=[k8s.batch.v1.PodFailurePolicyOnPodConditionsPatternArgs(type="DisruptionTarget")],
+        )
+    ]
+)
+
 # The pod's own Job name (`<job>-<revision>`, see kube/revision.py), from the label the Job controller sets.
 JOB_NAME_ENV = "JOB_NAME"
 
@@ -84,6 +98,7 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
     torchrun = [
         "torchrun", f"--nnodes={job.nodes}", f"--nproc_per_node={pool.machine.gpus_per_vm}",
         "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
+        f"--shutdown_timeout={job.grace_seconds - SHUTDOWN_MARGIN_SECONDS}",
         f"--rdzv_endpoint=${JOB_NAME_ENV}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
     ]  # fmt: skip
     extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
@@ -205,7 +220,8 @@ class TorchWorkloads(pulumi.ComponentResource):
             ),
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job.name,
-                restart_policy="Never",
+                restart_policy="Never",  # what a podFailurePolicy needs; a restart is a new pod that resumes
+                termination_grace_period_seconds=job.grace_seconds,
                 service_account_name=self._config.storage.service_account,
                 node_selector={GPU_ACCELERATOR_LABEL: pool.machine.accelerator},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
@@ -223,7 +239,9 @@ class TorchWorkloads(pulumi.ComponentResource):
         extra = [service, self._code.config_map] + ([token] if token is not None else [])
         spec = k8s.batch.v1.JobSpecArgs(
             suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
-            backoff_limit=0, ttl_seconds_after_finished=FINISHED_TTL_SECONDS, template=pod,
+            # A failed attempt fails every node's pod once: restarts x nodes failures allow `restarts` resumptions.
+            backoff_limit=job.restarts * job.nodes, pod_failure_policy=IGNORE_DISRUPTIONS,
+            ttl_seconds_after_finished=FINISHED_TTL_SECONDS, template=pod,
         )  # fmt: skip
         return k8s.batch.v1.Job(
             f"job-{job.name}",

@@ -50,13 +50,13 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
     flags, maxtext = split_maxtext_args(words[3:])
     assert flags == [
         "--accelerator-type", "TPU-V6E", "--topology", "4x4", "--slices", "2", "--hosts-per-slice", "4",
-        "--chips-per-host", "4", "--max-failures", "0", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
+        "--chips-per-host", "4", "--max-failures", "3", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
         "--worker-package", "none",
     ]  # fmt: skip
     overrides = parse_overrides(maxtext)
     expected = {
         "model_name": "llama3-8b", "steps": "100", "per_device_batch_size": "4", "max_target_length": "4096",
-        "run_name": "llama3-8b",
+        "run_name": "llama3-8b", "checkpoint_period": "20",
     }  # fmt: skip
     assert {key: overrides[key] for key in expected} == expected
     assert overrides["base_output_directory"] == "/data/maxtext"
@@ -198,7 +198,12 @@ def test_fsdp_job(dev_plan):
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     spec = job["spec"]
     shape = ("suspend", "completionMode", "completions", "parallelism", "backoffLimit")
-    assert tuple(spec[key] for key in shape) == (True, "Indexed", 2, 2, 0)
+    # Three resumptions of both nodes' pods; drains, preemptions and reclaims do not count.
+    assert tuple(spec[key] for key in shape) == (True, "Indexed", 2, 2, 6)
+    assert spec["podFailurePolicy"] == {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
+    assert spec["template"]["spec"]["terminationGracePeriodSeconds"] == 300
     assert spec["ttlSecondsAfterFinished"] == 3 * 24 * 3600
     pod = spec["template"]
     annotations = pod["metadata"]["annotations"]
@@ -236,9 +241,9 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
     launch = subprocess.run(["bash", "-c", echo], env=env, capture_output=True, text=True, check=True).stdout.split(
         "\n"
     )
-    assert launch[:6] == [
+    assert launch[:7] == [
         "torchrun", "--nnodes=2", "--nproc_per_node=8", "--node_rank=1", "--rdzv_backend=c10d",
-        "--rdzv_id=llama31-70b-fsdp",
+        "--rdzv_id=llama31-70b-fsdp", "--shutdown_timeout=285",
     ]  # fmt: skip
     assert "--rdzv_endpoint=llama31-70b-fsdp-0a1b2c-0.llama31-70b-fsdp:29400" in launch
     trainer_flags = [word for word in launch[launch.index("workloads.fsdp.train") + 1 :] if word]
