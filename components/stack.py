@@ -59,13 +59,14 @@ class TrainyardStack(pulumi.ComponentResource):
         queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None
+        # Jobs wait for the pools they run on (and go before them on a destroy or a pool's replacement).
         if runs_ray:
-            target = queued.after(self.workload_namespace.service_account)
+            target = queued.after(self.workload_namespace.service_account, *self.tpu_slices.pools.values())
             image = self.images.refs["maxtext"]
             self.ray = RayWorkloads("ray", config, target, image, self.code.get("maxtext"), self.dranet, child)
         self.torch = None
         if jobs.enabled_fsdp:
-            target = with_rdma.after(self.workload_namespace.service_account)
+            target = with_rdma.after(self.workload_namespace.service_account, *self.gpu_pools.pools.values())
             self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code["fsdp"], child)
         self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.facts.gke import NODE_POOL_TYPE, WORKLOAD_LABEL
+from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.plan import integral_as_int
 from preflight.plan_diff import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload
 
@@ -20,6 +20,13 @@ def _show(value: Any, limit: int = 80) -> str:
 
 def _short_type(type_: str) -> str:
     return type_.rsplit(":", 1)[-1]
+
+
+# What is down between the deletion of a fixed-name resource and the readiness of its replacement.
+DOWN_MEANWHILE = {
+    CLUSTER_TYPE: "the cluster and everything running in it are gone until the new cluster is ready",
+    NODE_POOL_TYPE: "its nodes and every pod on them are gone until the new pool's nodes are ready",
+}
 
 
 def _workload_name(inputs: Mapping[str, Any]) -> str:
@@ -65,6 +72,13 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
             lines.append(_workload_replaced(change, heads.get(change.urn, {})))
             continue
         paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
+        if change.delete_first:
+            down = DOWN_MEANWHILE.get(change.type, "it is down until the new one is ready")
+            lines.append(
+                f"> **{_short_type(change.type)} `{change.name}` will be REPLACED, deleted first** (its name is "
+                f"fixed) because of {paths}: {down}."
+            )
+            continue
         lines.append(
             f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
             f"because of {paths}."

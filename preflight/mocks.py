@@ -70,6 +70,7 @@ class Registration:
     aliases: list[str] = field(default_factory=list)  # earlier URNs the engine treats as this resource
     retain_on_delete: bool = False  # a delete (or the old half of a replacement) leaves the cloud object alone
     delete_before_replace: bool = False
+    import_id: str = ""  # the cloud object the engine adopts instead of creating one
 
 
 def masked(value: Any) -> Any:
@@ -149,6 +150,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 aliases=self.alias_urns(request),
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),
+                import_id=request.importId,
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)

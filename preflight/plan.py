@@ -138,15 +138,16 @@ def integral_as_int(value: Any) -> Any:
 
 
 def resource_json(resource: Registration) -> dict[str, Any]:
-    """One resource of the plan JSON; `aliases` and `options` (retainOnDelete, deleteBeforeReplace) only where
-    the resource has some (most never do)."""
+    """One resource of the plan JSON; `aliases` and `options` (retainOnDelete, deleteBeforeReplace, import)
+    only where the resource has some."""
     entry = asdict(resource)
     if not entry["aliases"]:
         del entry["aliases"]
     options = {
         "retainOnDelete": entry.pop("retain_on_delete"),
         "deleteBeforeReplace": entry.pop("delete_before_replace"),
+        "import": entry.pop("import_id"),
     }
     if any(options.values()):
-        entry["options"] = {key: True for key, value in options.items() if value}
+        entry["options"] = {key: value for key, value in options.items() if value}
     return entry

@@ -118,6 +118,7 @@ class ResourceChange:
     name: str
     changes: tuple[PropertyChange, ...]
     old_retained: bool = False  # the base resource carries retainOnDelete: its replacement leaves it running
+    delete_first: bool = False  # deleteBeforeReplace: down from its deletion until the replacement is ready
 
     @property
     def replaced(self) -> bool:
@@ -219,7 +220,9 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
         changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {})
         if changes:
             retained = bool((old.get("options") or {}).get("retainOnDelete"))
-            result.changed.append(ResourceChange(urn, new["type"], new["name"], tuple(changes), retained))
+            delete_first = bool((new.get("options") or {}).get("deleteBeforeReplace"))
+            change = ResourceChange(urn, new["type"], new["name"], tuple(changes), retained, delete_first)
+            result.changed.append(change)
     result.changed.sort(key=lambda change: (not change.replaced, change.urn))
     base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, pack_config)} if base else {}
     head_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(head, pack_config)}

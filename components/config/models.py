@@ -150,6 +150,9 @@ class StorageConfig(ConfigModel):
     # Datasets and checkpoints outlive the stack unless the config says otherwise.
     delete_with_stack: bool = False
     """Delete the bucket and its objects with the stack; by default it is retained."""
+    adopt: bool = False
+    """The bucket exists already (kept by an earlier `pulumi destroy`, or made by hand): import it instead of
+    creating it."""
 
 
 class ImagesConfig(ConfigModel):

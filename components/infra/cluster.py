@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
 from components.infra import node_pools
+from components.infra.fixed_names import fixed_name_options
 from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
 
 SYSTEM_POOL_NAME = "system"
@@ -117,7 +118,7 @@ class Cluster(pulumi.ComponentResource):
                     issue_client_certificate=False
                 )
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
         )
 
     def _system_pool(self, config: StackConfig) -> gcp.container.NodePool:
@@ -138,5 +139,5 @@ class Cluster(pulumi.ComponentResource):
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
         )

@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 
 from components.config.models import StackConfig
 from components.facts.images import repository_path
+from components.infra.fixed_names import fixed_name_options
 from components.infra.source_tree import content_hash, tracked_files, trainer_paths
 
 PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
@@ -60,7 +61,7 @@ class TrainerImages(pulumi.ComponentResource):
             repository_id=config.images.repository,
             format="DOCKER",
             description=f"trainyard stack {config.stack}: the trainers' images",
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
         )
 
     def _build(self, config: StackConfig, trainer: str) -> docker_build.Image:

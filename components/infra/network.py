@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config.models import StackConfig
+from components.infra.fixed_names import fixed_name_options
 
 POD_RANGE_NAME = "pods"
 SERVICE_RANGE_NAME = "services"
@@ -67,7 +68,7 @@ class Networks(pulumi.ComponentResource):
             name=name,
             auto_create_subnetworks=False,
             mtu=self._config.network.mtu,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
             **extra,
         )
 
@@ -80,7 +81,7 @@ class Networks(pulumi.ComponentResource):
             network=network.id,
             region=self._config.region,
             ip_cidr_range=str(cidr),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
             **extra,
         )
 
@@ -117,7 +118,7 @@ class Networks(pulumi.ComponentResource):
                 gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
                 gcp.compute.FirewallAllowArgs(protocol="icmp"),
             ],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=fixed_name_options(self),
         )
 
     def _rdma_networks(self) -> list[NodeNetwork]:

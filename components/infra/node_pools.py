@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
+from components.infra.fixed_names import fixed_name_options
 from components.infra.network import NodeNetwork
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -66,6 +67,4 @@ def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.N
 def pool_options(parent: pulumi.Resource, capacity: str) -> pulumi.ResourceOptions:
     """GKE rewrites flex-start pools' upgrade settings (strategy SHORT_LIVED) whatever is sent, so the
     field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings)."""
-    return pulumi.ResourceOptions(
-        parent=parent, ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None
-    )
+    return fixed_name_options(parent, ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None)

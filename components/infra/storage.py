@@ -33,8 +33,13 @@ class Storage(pulumi.ComponentResource):
             public_access_prevention="enforced",
             hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
             force_destroy=storage.delete_with_stack,
-            # Checkpoints and datasets outlive `pulumi destroy` unless the config says otherwise.
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=not storage.delete_with_stack),
+            # Checkpoints and datasets outlive `pulumi destroy` unless the config says otherwise; a later stack
+            # on the same name adopts the kept bucket (a create would fail: the name is taken).
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                retain_on_delete=not storage.delete_with_stack,
+                import_=bucket_name if storage.adopt else None,
+            ),
         )
         project_number = gcp.organizations.get_project_output(project_id=config.project).number
         gcp.storage.BucketIAMMember(

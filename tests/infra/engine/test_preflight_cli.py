@@ -66,7 +66,10 @@ def test_json_contract(dev_run):
             "inputs",
         }
         assert resource.get("aliases", ["present only when not empty"])
-        assert resource.get("options", {"retainOnDelete": True}) in ({"retainOnDelete": True},)
+        assert resource.get("options", {"retainOnDelete": True}) in (
+            {"retainOnDelete": True},
+            {"deleteBeforeReplace": True},
+        )
         assert resource["urn"].startswith("urn:pulumi:dev::trainyard::")
     pool = next(r for r in plan["resources"] if r["name"] == "v6e-16-0")
     assert pool["inputs"]["nodeCount"] == 4.0 and isinstance(pool["inputs"]["nodeCount"], float)
