@@ -159,7 +159,17 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
 
 def _commit_all(clone: Path, message: str) -> None:
     _git("add", "-A", cwd=clone)
-    _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qm", message, cwd=clone)
+    _git(
+        "-c",
+        "user.name=test",
+        "-c",
+        "user.email=test@example.com",
+        "commit",
+        "--allow-empty",
+        "-qm",
+        message,
+        cwd=clone,
+    )
 
 
 def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, capsys):
