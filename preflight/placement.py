@@ -135,7 +135,8 @@ def node_pools(resources: Iterable[Mapping[str, Any]]) -> list[Pool]:
         if facts.machine_type is None:
             continue
         disk = lookup(inputs, "nodeConfig.diskSizeGb") or topology.DEFAULT_BOOT_DISK_GB
-        allocatable = topology.node_allocatable(facts.machine_type, float(disk)).as_resources()
+        local_ssds = int(lookup(inputs, "nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount") or 0)
+        allocatable = topology.node_allocatable(facts.machine_type, float(disk), local_ssds).as_resources()
         pools.append(Pool(facts, allocatable, pool_taints(facts, inputs)))
     return pools
 

@@ -171,6 +171,8 @@ class FsdpJobConfig(ConfigModel):
     """Memory of each trainer pod."""
     shm_size: str = Field("250Gi", pattern=QUANTITY)
     """Size of /dev/shm."""
+    cache_size: str = Field("1Ti", pattern=QUANTITY)
+    """Local space (on the node's local SSDs) for the model download and caches: HF_HOME."""
 
     @property
     def hub_repositories(self) -> list[str]:

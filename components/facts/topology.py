@@ -158,6 +158,7 @@ class GpuMachine:
     extra_gvnics: int
     peak_bf16_flops_per_gpu: float
     nccl_tuner_config: str
+    local_ssds: int = 0  # 375 GiB local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
 
     @property
     def gvnic_network_names(self) -> tuple[str, ...]:
@@ -185,6 +186,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         extra_gvnics=1,
         peak_bf16_flops_per_gpu=2.25e15,
         nccl_tuner_config="tuner_config_a4.txtpb",
+        local_ssds=32,
     ),
 }
 
@@ -293,9 +295,21 @@ def allocatable_ephemeral_storage_bytes(boot_disk_gb: float) -> int:
     return int(disk - reserved - 0.1 * disk)
 
 
-def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_GB) -> Allocatable:
+LOCAL_SSD_GIB = 375
+
+
+def allocatable_local_ssd_bytes(count: int) -> int:
+    """Ephemeral storage on local SSDs (same page): minus 50, 75 or 100 GiB for 1, 2 or more SSDs and a 10% eviction
+    threshold."""
+    disk = count * LOCAL_SSD_GIB * GIB
+    reserved = {1: 50, 2: 75}.get(count, 100) * GIB
+    return int(disk - reserved - 0.1 * disk)
+
+
+def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_GB, local_ssds: int = 0) -> Allocatable:
     """Allocatable of one node of `machine_type`: GKE's formula applied to the machine's nominal shape
-    (a real node reports slightly less memory: kernel overhead)."""
+    (a real node reports slightly less memory: kernel overhead). With `local_ssds`, ephemeral storage lives on
+    them instead of the boot disk."""
     shape = machine_shape(machine_type)
     accelerators: dict[str, int] = {}
     if (generation := tpu_generation_of_machine(machine_type)) is not None:
@@ -305,6 +319,8 @@ def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_
     return Allocatable(
         cpu_millicores=allocatable_cpu_millicores(shape.vcpus),
         memory_bytes=allocatable_memory_bytes(shape.memory_gib),
-        ephemeral_storage_bytes=allocatable_ephemeral_storage_bytes(boot_disk_gb),
+        ephemeral_storage_bytes=allocatable_local_ssd_bytes(local_ssds)
+        if local_ssds
+        else allocatable_ephemeral_storage_bytes(boot_disk_gb),
         accelerators=accelerators,
     )

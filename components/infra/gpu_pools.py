@@ -51,6 +51,12 @@ class GpuPools(pulumi.ComponentResource):
                 machine.machine_type,
                 pool.capacity,
                 pool.reservation,
+                # The machine's local SSDs hold ephemeral storage (emptyDirs: the model download, HF_HOME).
+                ephemeral_storage_local_ssd_config=gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+                    local_ssd_count=machine.local_ssds
+                )
+                if machine.local_ssds
+                else None,
                 guest_accelerators=[
                     gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                         type=machine.accelerator,

@@ -35,6 +35,7 @@ from components.kube.workload_target import WorkloadTarget
 
 RDZV_PORT = 29400
 DATA_MOUNT = "/data"
+CACHE_MOUNT = "/cache"  # an emptyDir on the node's local SSDs: the model download (~140 GB for 70B) and caches
 HF_TOKEN_SECRET_KEY = "token"
 GCS_FUSE_MOUNT_OPTIONS = (
     "implicit-dirs,file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
@@ -194,7 +195,9 @@ class TorchWorkloads(pulumi.ComponentResource):
                     ),
                 )
             )
+        env.append(k8s.core.v1.EnvVarArgs(name="HF_HOME", value=f"{CACHE_MOUNT}/huggingface"))
         gpus = str(pool.machine.gpus_per_vm)
+        resources = {GPU_RESOURCE: gpus, "memory": job.memory, "ephemeral-storage": job.cache_size}
         container = k8s.core.v1.ContainerArgs(
             name="trainer",
             image=self._image,
@@ -202,13 +205,12 @@ class TorchWorkloads(pulumi.ComponentResource):
             args=[launch_script(job, pool, self._code.archive_path, job.name)],
             env=env,
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
-            resources=k8s.core.v1.ResourceRequirementsArgs(
-                limits={GPU_RESOURCE: gpus, "memory": job.memory}, requests={GPU_RESOURCE: gpus, "memory": job.memory}
-            ),
+            resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
             security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
             volume_mounts=[
                 *host_library_mounts(),
                 k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT),
+                k8s.core.v1.VolumeMountArgs(name="cache", mount_path=CACHE_MOUNT),
                 k8s.core.v1.VolumeMountArgs(**_snake(self._code.mount())),
             ],
         )
@@ -228,6 +230,9 @@ class TorchWorkloads(pulumi.ComponentResource):
                 volumes=[
                     *host_library_volumes(job.shm_size),
                     gcs_fuse_volume(self._config.bucket_name, GCS_FUSE_MOUNT_OPTIONS),
+                    k8s.core.v1.VolumeArgs(
+                        name="cache", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=job.cache_size)
+                    ),
                     k8s.core.v1.VolumeArgs(
                         name=self._code.volume()["name"],
                         config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=self._code.archive.config_map_name),

@@ -11,6 +11,7 @@ import pytest
 from components.facts import gke, topology
 from components.facts.gke import WORKLOAD_LABEL
 from preflight.placement import check_placement, parse_quantity
+from tests.infra.helpers.plans import manifest, one
 
 
 def problems_of(plan) -> list[str]:
@@ -126,3 +127,21 @@ def test_daemonsets_take_their_share_of_every_node_they_land_on(dev_plan):
         r"RayJob trainyard/llama3-8b-[0-9a-f]{6} \(headGroupSpec\): container ray-head requests cpu 4", problem
     )
     assert problem.endswith("has 3.91 allocatable after the stack's DaemonSets")
+
+
+def test_the_model_cache_fits_the_local_ssds_and_not_the_boot_disk(dev_plan, plan_with):
+    pool = one(dev_plan, gke.NODE_POOL_TYPE, "gpu-nodepool-dws")
+    assert pool["nodeConfig"]["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 32}
+    container = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"]["ephemeral-storage"] == "1Ti"
+    assert {"name": "HF_HOME", "value": "/cache/huggingface"} in container["env"]
+    assert {"name": "cache", "mountPath": "/cache"} in container["volumeMounts"]
+    too_big = plan_with(lambda values: values["trainyard:jobs"]["fsdp"][0].update(cacheSize="11Ti"))
+    [problem] = problems_of(too_big)
+    assert "requests ephemeral-storage 11264.00 GiB" in problem and "has 10700.00 GiB allocatable" in problem
+
+    resources = copy.deepcopy(dev_plan.to_json()["resources"])
+    gpu_pool = next(r for r in resources if r["type"] == gke.NODE_POOL_TYPE and r["name"] == "gpu-nodepool-dws")
+    del gpu_pool["inputs"]["nodeConfig"]["ephemeralStorageLocalSsdConfig"]  # the boot disk alone
+    [problem] = [str(problem) for problem in check_placement(resources)[1]]
+    assert "requests ephemeral-storage 1024.00 GiB" in problem

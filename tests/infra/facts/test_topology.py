@@ -108,3 +108,13 @@ def test_topology_imports_without_pulumi():
 )
 def test_a_pools_topology_is_its_placement_or_one_vm_of_its_machine(machine_type, placement, expected):
     assert topology.pool_topology(machine_type, placement) == expected
+
+
+def test_local_ssds_hold_ephemeral_storage_with_gkes_reservation():
+    from components.facts.topology import GIB, allocatable_local_ssd_bytes, node_allocatable
+
+    # 32 x 375 GiB = 12,000 GiB, minus 100 GiB for 3+ SSDs and the 10% eviction threshold.
+    assert allocatable_local_ssd_bytes(32) == 10_700 * GIB
+    assert allocatable_local_ssd_bytes(1) == int(375 * GIB - 50 * GIB - 37.5 * GIB)
+    assert node_allocatable("a4-highgpu-8g", local_ssds=32).ephemeral_storage_bytes == 10_700 * GIB
+    assert node_allocatable("a4-highgpu-8g").ephemeral_storage_bytes < 100 * GIB  # the 100 GB boot disk
