@@ -9,6 +9,7 @@ from components.infra.cluster import Cluster
 from components.infra.gpu_pools import GpuPools
 from components.infra.images import TrainerImages
 from components.infra.network import Networks
+from components.infra.node_identity import NodeIdentities
 from components.infra.storage import Storage
 from components.infra.tpu_slices import TpuSlices
 from components.jobs.ray_workloads import RayWorkloads
@@ -27,9 +28,11 @@ class TrainyardStack(pulumi.ComponentResource):
         super().__init__("trainyard:infra:Stack", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.networks = Networks("networks", config, child)
-        self.cluster = Cluster("cluster", config, self.networks, child)
-        self.tpu_slices = TpuSlices("tpu-slices", config, self.cluster.cluster, self.networks, child)
-        self.gpu_pools = GpuPools("gpu-pools", config, self.cluster.cluster, self.networks, child)
+        self.node_identities = NodeIdentities("node-identities", config, child)
+        self.cluster = Cluster("cluster", config, self.networks, self.node_identities, child)
+        pool_args = (config, self.cluster.cluster, self.networks, self.node_identities, child)
+        self.tpu_slices = TpuSlices("tpu-slices", *pool_args)
+        self.gpu_pools = GpuPools("gpu-pools", *pool_args)
         self.storage = Storage("storage", config, child)
         self.workload_namespace = WorkloadNamespace(
             "workload-namespace", config, self.cluster.provider, former_parent=self.storage, opts=child
@@ -48,7 +51,8 @@ class TrainyardStack(pulumi.ComponentResource):
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
         trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
-        self.images = TrainerImages("images", config, trainers, child) if trainers else None
+        readers = self.node_identities.members
+        self.images = TrainerImages("images", config, trainers, readers, child) if trainers else None
         # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
         with_code = (("maxtext",) if jobs.enabled_maxtext else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
         self.code = {

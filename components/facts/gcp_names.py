@@ -7,11 +7,14 @@ Sources:
   at most 40 characters, lowercase letters, digits and '-', starting with a letter, ending alphanumeric;
 - node pools: the API's pattern `[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?`, quoted in pulumi/pulumi-gcp#1510;
 - networks, subnetworks, firewall rules: Compute Engine resource names, RFC 1035, 1 to 63 characters
-  (https://cloud.google.com/compute/docs/naming-resources).
+  (https://cloud.google.com/compute/docs/naming-resources);
+- service accounts: account IDs of 6 to 30 lowercase letters, digits and '-', starting with a letter and ending
+  alphanumeric (https://cloud.google.com/iam/docs/service-accounts-create#creating).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 CLUSTER_NAME_MAX = 40
@@ -59,3 +62,16 @@ def rfc1035_problem(name: str, longest: int) -> str | None:
     if not _RFC1035.match(name):
         return "is not lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
     return None
+
+
+SERVICE_ACCOUNT_ID_MAX = 30
+
+
+def service_account_id(prefix: str, role: str) -> str:
+    """`<prefix>-<role>`, the prefix cut (with a hash of it kept) when the whole would pass 30 characters."""
+    name = f"{prefix}-{role}"
+    if len(name) <= SERVICE_ACCOUNT_ID_MAX:
+        return name
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
+    room = SERVICE_ACCOUNT_ID_MAX - len(role) - len(digest) - 2
+    return f"{prefix[:room].rstrip('-')}-{digest}-{role}"

@@ -12,6 +12,7 @@ from components.config.models import StackConfig
 from components.infra import node_pools
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
+from components.infra.node_identity import NodeIdentities
 
 SYSTEM_POOL_NAME = "system"
 
@@ -53,10 +54,17 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
-    def __init__(self, name: str, config: StackConfig, networks: Networks, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        networks: Networks,
+        identities: NodeIdentities,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
         self.cluster = self._cluster(config, networks)
-        self.system_pool = self._system_pool(config)
+        self.system_pool = self._system_pool(config, identities)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(
                 self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
@@ -121,7 +129,7 @@ class Cluster(pulumi.ComponentResource):
             opts=fixed_name_options(self),
         )
 
-    def _system_pool(self, config: StackConfig) -> gcp.container.NodePool:
+    def _system_pool(self, config: StackConfig, identities: NodeIdentities) -> gcp.container.NodePool:
         pool = config.cluster.system_pool
         return gcp.container.NodePool(
             SYSTEM_POOL_NAME,
@@ -135,9 +143,10 @@ class Cluster(pulumi.ComponentResource):
             management=node_pools.management("onDemand"),
             node_config=node_pools.node_config(
                 pool.machine_type,
+                identities.email["system"],
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),
             ),
-            opts=fixed_name_options(self),
+            opts=fixed_name_options(self, depends_on=[identities.ready["system"]]),
         )

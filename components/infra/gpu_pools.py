@@ -8,6 +8,7 @@ import pulumi_gcp as gcp
 from components.config.models import GpuPoolConfig, StackConfig
 from components.infra import node_pools
 from components.infra.network import Networks
+from components.infra.node_identity import NodeIdentities
 
 
 class GpuPools(pulumi.ComponentResource):
@@ -19,9 +20,11 @@ class GpuPools(pulumi.ComponentResource):
         config: StackConfig,
         cluster: gcp.container.Cluster,
         networks: Networks,
+        identities: NodeIdentities,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:infra:GpuPools", name, None, opts)
+        self._identities = identities
         self.pools = {pool.name: self._pool(pool, config, cluster, networks) for pool in config.gpu_pools}
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
 
@@ -49,6 +52,7 @@ class GpuPools(pulumi.ComponentResource):
             network_config=node_pools.additional_networks(networks.gvnic + networks.rdma),
             node_config=node_pools.node_config(
                 machine.machine_type,
+                self._identities.email["gpu"],
                 pool.capacity,
                 pool.reservation,
                 # The machine's local SSDs hold ephemeral storage (emptyDirs: the model download, HF_HOME).
@@ -67,5 +71,5 @@ class GpuPools(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=node_pools.pool_options(self, pool.capacity),
+            opts=node_pools.pool_options(self, pool.capacity, [self._identities.ready["gpu"]]),
         )

@@ -23,6 +23,7 @@ from components.infra.source_tree import content_hash, tracked_files, trainer_pa
 
 PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 TAG_LENGTH = 16
+REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
 CACHE_TAG = "buildcache"
 
 
@@ -41,13 +42,20 @@ class TrainerImages(pulumi.ComponentResource):
     refs: dict[str, pulumi.Input[str]]
 
     def __init__(
-        self, name: str, config: StackConfig, trainers: tuple[str, ...], opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        config: StackConfig,
+        trainers: tuple[str, ...],
+        readers: dict[str, pulumi.Input[str]],
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:infra:TrainerImages", name, None, opts)
         images = config.images
         self.refs = {trainer: images.prebuilt(trainer) for trainer in trainers if images.prebuilt(trainer)}
         to_build = [trainer for trainer in trainers if trainer not in self.refs]
         self.repository = self._repository(config) if to_build else None
+        if self.repository is not None:
+            self._grant_read(config, readers)
         self.builds = {trainer: self._build(config, trainer) for trainer in to_build}
         for trainer, build in self.builds.items():
             self.refs[trainer] = pulumi.Output.concat(build.tags[0], "@", build.digest)
@@ -63,6 +71,19 @@ class TrainerImages(pulumi.ComponentResource):
             description=f"trainyard stack {config.stack}: the trainers' images",
             opts=fixed_name_options(self),
         )
+
+    def _grant_read(self, config: StackConfig, readers: dict[str, pulumi.Input[str]]) -> None:
+        """The nodes pull the images: Artifact Registry read on this repository only, per node role."""
+        for role, member in readers.items():
+            gcp.artifactregistry.RepositoryIamMember(
+                f"registry-reader-{role}",
+                project=config.project,
+                location=config.region,
+                repository=self.repository.repository_id,
+                role=REGISTRY_READER_ROLE,
+                member=member,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _build(self, config: StackConfig, trainer: str) -> docker_build.Image:
         repository = repository_path(config.region, config.project, config.images.repository)

@@ -30,11 +30,17 @@ def reservation_affinity(capacity: str, reservation: str | None):
 
 
 def node_config(
-    machine_type: str, capacity: str = "onDemand", reservation: str | None = None, **extra: object
+    machine_type: str,
+    service_account: pulumi.Input[str],
+    capacity: str = "onDemand",
+    reservation: str | None = None,
+    **extra: object,
 ) -> gcp.container.NodePoolNodeConfigArgs:
-    """Workload Identity's metadata server, gVNIC and the cloud-platform scope on every node."""
+    """The role's own service account, Workload Identity's metadata server, gVNIC and the cloud-platform scope
+    on every node (with a least-privilege account, GKE recommends that scope and lets IAM decide)."""
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine_type,
+        service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
@@ -64,7 +70,13 @@ def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.N
     )
 
 
-def pool_options(parent: pulumi.Resource, capacity: str) -> pulumi.ResourceOptions:
+def pool_options(
+    parent: pulumi.Resource, capacity: str, depends_on: Sequence[pulumi.Resource] = ()
+) -> pulumi.ResourceOptions:
     """GKE rewrites flex-start pools' upgrade settings (strategy SHORT_LIVED) whatever is sent, so the
     field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings)."""
-    return fixed_name_options(parent, ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None)
+    return fixed_name_options(
+        parent,
+        ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None,
+        depends_on=list(depends_on),
+    )

@@ -9,6 +9,7 @@ from components.config.models import StackConfig, TpuSliceConfig
 from components.facts import gke
 from components.infra import node_pools
 from components.infra.network import Networks
+from components.infra.node_identity import NodeIdentities
 
 
 class TpuSlices(pulumi.ComponentResource):
@@ -20,9 +21,11 @@ class TpuSlices(pulumi.ComponentResource):
         config: StackConfig,
         cluster: gcp.container.Cluster,
         networks: Networks,
+        identities: NodeIdentities,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:infra:TpuSlices", name, None, opts)
+        self._identities = identities
         self.pools = {
             pool_name: self._slice_pool(pool_name, group, config, cluster, networks)
             for group in config.tpu_slices
@@ -59,6 +62,7 @@ class TpuSlices(pulumi.ComponentResource):
             network_config=node_pools.additional_networks(networks.dcn),
             node_config=node_pools.node_config(
                 tpu.machine_type,
+                self._identities.email["tpu"],
                 group.capacity,
                 group.reservation,
                 labels={gke.DRANET_LABEL: "true", gke.SLICE_GROUP_LABEL: group.name},
@@ -66,5 +70,5 @@ class TpuSlices(pulumi.ComponentResource):
                     threads_per_core=1
                 ),
             ),
-            opts=node_pools.pool_options(self, group.capacity),
+            opts=node_pools.pool_options(self, group.capacity, [self._identities.ready["tpu"]]),
         )

@@ -15,13 +15,14 @@ FIXED_NAME_TYPES = {
     gke.SUBNETWORK_TYPE,
     gke.FIREWALL_TYPE,
     REPOSITORY_TYPE,
+    "gcp:serviceaccount/account:Account",
 }
 
 
 def test_every_fixed_name_gcp_resource_is_deleted_before_its_replacement(dev_plan):
     fixed = [r for r in dev_plan.resources if r.type in FIXED_NAME_TYPES]
-    gcp = [r for r in dev_plan.resources if r.type.startswith("gcp:")]
-    assert len(fixed) == len(gcp) - 2  # all but the bucket (retained, adopted instead) and its IAM grant
+    named = [r for r in dev_plan.resources if r.type.startswith("gcp:") and "iammember" not in r.type.lower()]
+    assert len(fixed) == len(named) - 1  # all but the bucket (retained, adopted instead); grants have no name
     assert [r.name for r in fixed if not r.delete_before_replace] == []
     assert not next(r for r in dev_plan.resources if r.type == gke.BUCKET_TYPE).delete_before_replace
 
@@ -51,3 +52,43 @@ def test_a_kept_bucket_is_adopted_not_created(plan_with):
     adopted = plan_with(lambda values: values["trainyard:storage"].update(adopt=True))
     bucket = next(r for r in adopted.to_json()["resources"] if r["type"] == gke.BUCKET_TYPE)
     assert bucket["options"] == {"retainOnDelete": True, "import": "trainyard-dev-data"}
+
+
+def test_each_node_role_has_its_own_least_privilege_service_account(dev_plan):
+    accounts = {r.name: r.inputs for r in dev_plan.resources if r.type == "gcp:serviceaccount/account:Account"}
+    assert {name: inputs["accountId"] for name, inputs in accounts.items()} == {
+        "system-nodes": "trainyard-dev-system",
+        "tpu-nodes": "trainyard-dev-tpu",
+        "gpu-nodes": "trainyard-dev-gpu",
+    }
+    grants = [r.inputs for r in dev_plan.resources if r.type == "gcp:projects/iAMMember:IAMMember"]
+    assert sorted((g["role"], g["member"]) for g in grants) == sorted(
+        (
+            "roles/container.defaultNodeServiceAccount",
+            f"serviceAccount:trainyard-dev-{role}@trainyard-dev.iam.gserviceaccount.com",
+        )
+        for role in ("system", "tpu", "gpu")
+    )
+    readers = [r.inputs for r in dev_plan.resources if r.type.endswith(":RepositoryIamMember")]
+    assert {(g["repository"], g["role"]) for g in readers} == {("trainyard", "roles/artifactregistry.reader")}
+    assert len(readers) == 3
+    pools = {
+        r.name: r.inputs["nodeConfig"]["serviceAccount"] for r in dev_plan.resources if r.type == gke.NODE_POOL_TYPE
+    }
+    assert pools == {
+        "system": "trainyard-dev-system@trainyard-dev.iam.gserviceaccount.com",
+        "v6e-16-0": "trainyard-dev-tpu@trainyard-dev.iam.gserviceaccount.com",
+        "v6e-16-1": "trainyard-dev-tpu@trainyard-dev.iam.gserviceaccount.com",
+        "gpu-nodepool-dws": "trainyard-dev-gpu@trainyard-dev.iam.gserviceaccount.com",
+    }
+
+
+def test_service_account_ids_fit_thirty_characters():
+    from components.facts.gcp_names import service_account_id
+
+    assert service_account_id("trainyard-dev", "system") == "trainyard-dev-system"
+    long = service_account_id("a-very-long-cluster-name-of-forty-chars", "system")
+    assert len(long) == 30 and long.endswith("-system") and long.startswith("a-very-long-clus")
+    assert service_account_id("a-very-long-cluster-name-of-forty-chars", "gpu") != service_account_id(
+        "a-very-long-cluster-name-of-forty-charz", "gpu"
+    )
