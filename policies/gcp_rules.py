@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
+from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, FIREWALL_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
 from components.facts.zones import zone_advisory
 from policies.pools import pool_facts
 from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
@@ -226,6 +226,59 @@ def no_basic_roles(args: ResourceValidationArgs, report_violation: ReportViolati
     for role, member in _iam_grants(args):
         if role in BASIC_ROLES:
             report_violation(f"{args.resource_type} '{args.name}' grants the basic role {role} to {member}.", None)
+
+
+# Roles that control other identities or a whole service (docs/cloud-facts.md: IAM roles that hand over identities).
+IDENTITY_ROLES = (
+    "roles/iam.serviceAccountTokenCreator",
+    "roles/iam.serviceAccountUser",
+    "roles/iam.workloadIdentityUser",
+    "roles/iam.serviceAccountKeyAdmin",
+)
+_BROAD_MEMBER_PREFIXES = ("domain:", "group:", "principalSet:")
+_DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
+OPEN_TO_THE_INTERNET = ("0.0.0.0/0", "::/0")
+
+
+def pools_run_as_their_own_service_account(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every node pool runs as a service account of its own, not the default Compute Engine account.
+
+    The default account is often a project Editor, and any privileged pod or hostNetwork DaemonSet on a node
+    can take the node's token; a pool without serviceAccount (or with "default") runs as it.
+    """
+    if args.resource_type != NODE_POOL_TYPE:
+        return
+    account = lookup(args.props, "nodeConfig.serviceAccount")
+    if is_unknown(account):
+        return
+    if not account or account == "default" or _DEFAULT_COMPUTE_ACCOUNT.match(str(account)):
+        shown = account or "unset (the default Compute Engine account)"
+        report_violation(f"pool '{args.name}': nodeConfig.serviceAccount is {shown}; give the pool its own.", None)
+
+
+def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No firewall rule admits traffic from anywhere (0.0.0.0/0 or ::/0).
+
+    Accelerator nodes only talk to each other and to Google's front ends; an open ingress rule exposes every
+    port it allows on every node of the network.
+    """
+    if args.resource_type != FIREWALL_TYPE or str(lookup(args.props, "direction") or "INGRESS").upper() != "INGRESS":
+        return
+    sources = [source for source in items(args.props, "sourceRanges") if source in OPEN_TO_THE_INTERNET]
+    if sources:
+        report_violation(f"firewall '{args.name}': sourceRanges include {', '.join(sources)}.", None)
+
+
+def no_sensitive_roles_for_broad_members(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Admin and identity roles go to single principals, not to domains, groups or identity pools.
+
+    An `*.admin`, token-creator, service-account-user or workload-identity-user role on a whole domain, group or
+    principal set lets anyone in it act as the service or as other identities.
+    """
+    for role, member in _iam_grants(args):
+        sensitive = role.endswith((".admin", "Admin")) or role in IDENTITY_ROLES
+        if sensitive and str(member).startswith(_BROAD_MEMBER_PREFIXES):
+            report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
 
 
 def no_service_account_keys(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

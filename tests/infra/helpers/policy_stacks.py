@@ -92,6 +92,7 @@ def cluster(name: str = "trainyard-dev") -> dict[str, Any]:
 def _node_config(machine_type: str, **extra: Any) -> dict[str, Any]:
     return {
         "machineType": machine_type,
+        "serviceAccount": "trainyard-dev-nodes@trainyard-dev.iam.gserviceaccount.com",
         "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
         "gvnic": {"enabled": True},
         "workloadMetadataConfig": {"mode": "GKE_METADATA"},

@@ -285,6 +285,39 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         {"ray-worker-groups-match-pools", "jax-trainer-workers-match-slices"},
     ),
     (
+        "pool on the default account",
+        edit(GPU_POOL, "nodeConfig.serviceAccount", fx.DELETE),
+        {"pools-run-as-their-own-service-account"},
+    ),
+    (
+        "pool on the project's compute account",
+        edit(SLICE, "nodeConfig.serviceAccount", "123456789012-compute@developer.gserviceaccount.com"),
+        {"pools-run-as-their-own-service-account"},
+    ),
+    (
+        "firewall open to the internet",
+        add(
+            iam("gcp:compute/firewall:Firewall", sourceRanges=["10.0.0.0/8", "0.0.0.0/0"], allows=[{"protocol": "tcp"}])
+        ),
+        {"firewall-not-open-to-the-internet"},
+    ),
+    (
+        "admin role to a whole domain",
+        add(iam("gcp:projects/iAMMember:IAMMember", role="roles/container.admin", member="domain:example.com")),
+        {"no-sensitive-roles-for-broad-members"},
+    ),
+    (
+        "token creator to a group",
+        add(
+            iam(
+                "gcp:serviceaccount/iAMMember:IAMMember",
+                role="roles/iam.serviceAccountTokenCreator",
+                member="group:ml@example.com",
+            )
+        ),
+        {"no-sensitive-roles-for-broad-members"},
+    ),
+    (
         "trainer image :latest",
         edit("fsdp-finetune", "spec.template.spec.containers.0.image", "trainer:latest"),
         {"images-pinned"},
@@ -366,6 +399,18 @@ def test_every_mandatory_policy_is_proven_to_fire():
 
 
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    (
+        "egress rule to anywhere, admin role to one service account",
+        add(
+            iam("gcp:compute/firewall:Firewall", direction="EGRESS", sourceRanges=["0.0.0.0/0"]),
+            iam(
+                "gcp:projects/iAMMember:IAMMember",
+                role="roles/container.admin",
+                member="serviceAccount:deployer@trainyard-dev.iam.gserviceaccount.com",
+            ),
+        ),
+        None,
+    ),
     (
         "trainer image by digest",
         edit("fsdp-finetune", "spec.template.spec.containers.0.image", f"trainer:dev@sha256:{'ab' * 32}"),
