@@ -6,6 +6,7 @@ policy host does, reads the port it prints, and calls GetAnalyzerInfo and Analyz
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -118,3 +119,14 @@ def test_pack_starts_in_its_own_venv_without_the_programs_dependencies(pack_venv
     assert missing.stdout.strip() == "[]"
     with served_pack(str(pack_venv_python)) as port:
         assert int(port) > 0
+
+
+def test_every_policy_docs_security_names_is_in_the_pack():
+    from pathlib import Path
+
+    from policies.rules import POLICIES
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "security.md").read_text()
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| ") and line.count("|") == 4]
+    named = {name for row in rows[1:] for name in re.findall(r"`([a-z]+(?:-[a-z]+)+)`", row[3])}
+    assert named and named <= {policy.name for policy in POLICIES}
