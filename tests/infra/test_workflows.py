@@ -103,6 +103,12 @@ def test_preview_with_policies_where_credentials_exist_and_up_behind_an_environm
     assert preview["permissions"]["id-token"] == "write"
     auth = step_using(workflow, "preview", "google-github-actions/auth")["with"]
     assert "workload_identity_provider" in auth and "credentials_json" not in auth
+    # Preview: a read-only account and its own environment (token); the deploy account only in `up`.
+    assert auth["service_account"] == "${{ vars.GCP_PREVIEW_SERVICE_ACCOUNT }}" and preview["environment"] == "preview"
+    deploy = step_using(workflow, "up", "google-github-actions/auth")["with"]
+    assert deploy["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"
+    text = (WORKFLOWS / "pulumi.yml").read_text()
+    assert text.count("vars.GCP_SERVICE_ACCOUNT") == 1
     run = step_using(workflow, "preview", "pulumi/actions")
     assert run["uses"] == "pulumi/actions@8582a9e8cc630786854029b4e09281acd6794b58"  # v6.6.1: the required major
     assert {k: run["with"][k] for k in ("command", "comment-on-pr", "policyPacks", "stack-name")} == {
