@@ -9,11 +9,13 @@ from components.facts.images import PINNED_WORDS, pin_problem
 from policies.props import as_number, is_true, is_unknown, lookup
 from policies.workloads import (
     BATCH_KINDS,
+    accelerator_requests,
     annotations_of,
     containers,
-    is_accelerator_pod,
     kind_of,
     labels_of,
+    namespace_of,
+    object_name,
     pod_templates,
 )
 
@@ -21,24 +23,34 @@ from policies.workloads import (
 DEFAULT_MAX_AWAIT_SECONDS = 600
 
 
+# Workloads whose pods may be privileged without asking for accelerators, as namespace/name: the NCCL gIB
+# installer copies the plugin onto the host. The pack config's allowedPrivileged replaces this list.
+DEFAULT_ALLOWED_PRIVILEGED = ("kube-system/nccl-rdma-installer",)
+
+
 def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Privileged containers only in accelerator pods.
+    """Privileged containers only in pods that ask for accelerators, or in workloads the pack config names.
 
     TPU runtimes and GPUDirect RDMA (gIB) need device access that GKE only grants privileged containers;
-    anywhere else privilege is a node takeover waiting to happen. An accelerator pod requests google.com/tpu
-    or nvidia.com/gpu, or is pinned to accelerator nodes by their GKE labels.
+    anywhere else privilege is a node takeover waiting to happen. Selecting accelerator nodes by label is not
+    enough (any pod can do that); a pod must request google.com/tpu or nvidia.com/gpu, or its workload must be
+    listed as namespace/name in allowedPrivileged.
     """
     kind = kind_of(args.resource_type)
     if kind is None:
         return
+    allowed = args.get_config().get("allowedPrivileged", list(DEFAULT_ALLOWED_PRIVILEGED))
+    workload = f"{namespace_of(args.props)}/{object_name(args.props, args.name)}"
+    if workload in allowed:
+        return
     for template in pod_templates(kind, args.props):
-        if is_accelerator_pod(template.spec):
+        if accelerator_requests(template.spec):
             continue
         for container in containers(template.spec):
             if is_true(lookup(container, "securityContext.privileged")):
                 report_violation(
-                    f"{kind} '{args.name}' {template.where}: container '{lookup(container, 'name')}' is privileged "
-                    "but the pod neither requests accelerators nor selects accelerator nodes.",
+                    f"{kind} '{workload}' {template.where}: container '{lookup(container, 'name')}' is privileged "
+                    "but the pod requests no accelerators and the workload is not in allowedPrivileged.",
                     None,
                 )
 

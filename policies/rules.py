@@ -9,6 +9,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   tpu-queued-provisioning   {"allowTpuQueuedProvisioning": true}
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
+  privileged-only-on-accelerator-pods {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ AWAIT_CONFIG = PolicyConfigSchema(
         }
     }
 )
+PRIVILEGED_CONFIG = PolicyConfigSchema(
+    properties={
+        "allowedPrivileged": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
+            "default": list(kube_rules.DEFAULT_ALLOWED_PRIVILEGED),
+            "description": "namespace/name of workloads whose pods may be privileged without requesting accelerators.",
+        }
+    }
+)
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerHour": {
@@ -113,7 +124,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
     resource_policy(gcp_rules.no_sensitive_roles_for_broad_members),
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
-    resource_policy(kube_rules.privileged_only_on_accelerator_pods),
+    resource_policy(kube_rules.privileged_only_on_accelerator_pods, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(stack_rules.dws_workloads_use_kueue),

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.facts.gke import ACCELERATOR_NODE_LABELS, ACCELERATOR_RESOURCES
+from components.facts.gke import ACCELERATOR_RESOURCES
 from policies.pools import MODELED_LABELS, PLATFORM_LABEL_PREFIXES, PoolFacts
 from policies.props import as_number, entries, has_unknown, is_unknown, items, lookup
 
@@ -94,18 +94,6 @@ def accelerator_requests(pod_spec: Any) -> dict[str, float]:
 def _required_terms(pod_spec: Any) -> list[list[Any]]:
     path = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
     return [items(term, "matchExpressions") for term in items(pod_spec, path)]
-
-
-def selected_label_keys(pod_spec: Any) -> set[str]:
-    keys = set(entries(pod_spec, "nodeSelector"))
-    for term in _required_terms(pod_spec):
-        keys.update(str(lookup(expression, "key")) for expression in term)
-    return keys
-
-
-def is_accelerator_pod(pod_spec: Any) -> bool:
-    """Asks for TPU/GPU resources, or is pinned to accelerator nodes by label."""
-    return bool(accelerator_requests(pod_spec)) or bool(selected_label_keys(pod_spec) & set(ACCELERATOR_NODE_LABELS))
 
 
 def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:

@@ -31,7 +31,6 @@ DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"  # a node label that
 SLICE_GROUP_LABEL = "trainyard/tpu-slice-group"
 WORKLOAD_LABEL = "trainyard/workload"  # a job's pods across its revisions (the Job's own name changes)
 JOB_NAME_POD_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on every pod it creates
-ACCELERATOR_NODE_LABELS = (GPU_ACCELERATOR_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL)
 # The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
 CAPACITY_LABELS = MappingProxyType({"spot": SPOT_LABEL, "flexStart": FLEX_START_LABEL})
 

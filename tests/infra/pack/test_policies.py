@@ -232,6 +232,31 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         {"no-service-account-keys"},
     ),
     ("privileged web pod", add(plain_deployment), {"privileged-only-on-accelerator-pods"}),
+    (
+        "privileged DaemonSet that only selects GPU nodes",
+        add(
+            lambda: fx.changed(
+                plain_deployment(
+                    affinity={
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    }
+                ),
+                "kind",
+                "DaemonSet",
+            )
+        ),
+        {"privileged-only-on-accelerator-pods"},
+    ),
     ("job without skipAwait", edit("fsdp-finetune", "metadata.annotations", {}), {"long-running-jobs-skip-await"}),
     ("rayjob without skipAwait", edit("maxtext", "metadata.annotations", fx.DELETE), {"long-running-jobs-skip-await"}),
     ("CPU job without deadline", add(cpu_job), {"long-running-jobs-skip-await"}),
@@ -434,29 +459,20 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         {"tpu-queued-provisioning": {"allowTpuQueuedProvisioning": True}, "queued-provisioning-has-kueue": "disabled"},
     ),
     (
-        "privileged GPU DaemonSet by affinity",
+        "privileged NCCL installer named in allowedPrivileged",
         add(
             lambda: fx.changed(
-                plain_deployment(
-                    affinity={
-                        "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}
-                                        ]
-                                    }
-                                ]
-                            }
-                        }
-                    }
-                ),
-                "kind",
-                "DaemonSet",
+                fx.changed(plain_deployment(), "metadata.name", "nccl-rdma-installer"),
+                "metadata.namespace",
+                "kube-system",
             )
         ),
         None,
+    ),
+    (
+        "privileged web pod named in the pack config",
+        add(plain_deployment),
+        {"privileged-only-on-accelerator-pods": {"allowedPrivileged": ["default/web"]}},
     ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
