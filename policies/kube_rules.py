@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
 from components.facts.images import PINNED_WORDS, pin_problem
-from policies.props import as_number, is_true, is_unknown, lookup
+from policies.props import as_number, entries, is_true, is_unknown, items, lookup
 from policies.workloads import (
     BATCH_KINDS,
     accelerator_requests,
@@ -77,6 +79,43 @@ def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolatio
                     f"'{image}': {problem} (allowed: {PINNED_WORDS}).",
                     None,
                 )
+
+
+# Values that are credentials whatever their name: Hugging Face, GitHub, AWS, Slack tokens, private keys.
+SECRET_VALUE = re.compile(
+    r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{36,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|CREDENTIALS?)$", re.IGNORECASE)
+
+
+def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No credential written as a literal in a container's env or a ConfigMap.
+
+    Literals end up in the plan, the state, `kubectl describe` and every log of the object; a credential
+    belongs in a Secret (env valueFrom.secretKeyRef), created from a Pulumi secret.
+    """
+    kind = kind_of(args.resource_type)
+    if kind is None:
+        return
+    where = f"{kind} '{object_name(args.props, args.name)}'"
+    if kind == "ConfigMap":
+        for key, value in entries(args.props, "data").items():
+            if isinstance(value, str) and SECRET_VALUE.search(value):
+                report_violation(f"{where}: data.{key} holds a credential-looking literal.", None)
+        return
+    for template in pod_templates(kind, args.props):
+        for container in containers(template.spec):
+            for variable in items(container, "env"):
+                name, value = lookup(variable, "name"), lookup(variable, "value")
+                if not isinstance(value, str) or not value or is_unknown(value):
+                    continue
+                if SECRET_NAME.search(str(name)) or SECRET_VALUE.search(value):
+                    report_violation(
+                        f"{where} {template.where}: container '{lookup(container, 'name')}' sets {name} to a "
+                        "literal; take it from a Secret (valueFrom.secretKeyRef).",
+                        None,
+                    )
 
 
 def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

@@ -126,6 +126,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
     resource_policy(kube_rules.privileged_only_on_accelerator_pods, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
+    resource_policy(kube_rules.no_secret_literals),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(stack_rules.dws_workloads_use_kueue),
     stack_policy(stack_rules.queued_provisioning_has_kueue),

@@ -343,6 +343,27 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         {"no-sensitive-roles-for-broad-members"},
     ),
     (
+        "token literal in the trainer's env",
+        edit("fsdp-finetune", "spec.template.spec.containers.0.env", [{"name": "HF_TOKEN", "value": "hf_" + "x" * 34}]),
+        {"no-secret-literals"},
+    ),
+    (
+        "private key in a ConfigMap",
+        add(
+            lambda: fx.resource(
+                "kubernetes:core/v1:ConfigMap",
+                "keys",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "keys"},
+                    "data": {"id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n"},
+                },
+            )
+        ),
+        {"no-secret-literals"},
+    ),
+    (
         "trainer image :latest",
         edit("fsdp-finetune", "spec.template.spec.containers.0.image", "trainer:latest"),
         {"images-pinned"},
@@ -473,6 +494,19 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         "privileged web pod named in the pack config",
         add(plain_deployment),
         {"privileged-only-on-accelerator-pods": {"allowedPrivileged": ["default/web"]}},
+    ),
+    (
+        "token from a Secret, paths and flags as literals",
+        edit(
+            "fsdp-finetune",
+            "spec.template.spec.containers.0.env",
+            [
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "t", "key": "token"}}},
+                {"name": "HF_HOME", "value": "/cache/huggingface"},
+                {"name": "NCCL_IB_GID_INDEX", "value": "3"},
+            ],
+        ),
+        None,
     ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
