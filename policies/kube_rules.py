@@ -57,6 +57,39 @@ def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_vio
                 )
 
 
+# Workloads that may use the host's namespaces or write to its paths, as namespace/name: the NCCL gIB installer
+# copies the plugin onto the host. The pack config's allowedHostAccess replaces this list.
+DEFAULT_ALLOWED_HOST_ACCESS = ("kube-system/nccl-rdma-installer",)
+HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
+
+
+def host_access_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """hostPID, hostNetwork, hostIPC and writable hostPath mounts only in workloads the pack config names.
+
+    Each reaches past the container into the node: its processes, its network, or files the next pod (or
+    the kubelet) will trust. Read-only hostPath mounts are allowed everywhere.
+    """
+    kind = kind_of(args.resource_type)
+    if kind is None:
+        return
+    workload = f"{namespace_of(args.props)}/{object_name(args.props, args.name)}"
+    if workload in args.get_config().get("allowedHostAccess", list(DEFAULT_ALLOWED_HOST_ACCESS)):
+        return
+    for template in pod_templates(kind, args.props):
+        used = [field for field in HOST_NAMESPACES if is_true(lookup(template.spec, field))]
+        host_paths = {
+            lookup(volume, "name") for volume in items(template.spec, "volumes") if lookup(volume, "hostPath")
+        }
+        for container in containers(template.spec):
+            for mount in items(container, "volumeMounts"):
+                if lookup(mount, "name") in host_paths and not is_true(lookup(mount, "readOnly")):
+                    used.append(f"writable hostPath mount {lookup(mount, 'mountPath')}")
+        if used:
+            report_violation(
+                f"{kind} '{workload}' {template.where}: {', '.join(used)}; not in allowedHostAccess.", None
+            )
+
+
 def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """Every container image pinned by digest or an exact version tag.
 

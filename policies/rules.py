@@ -10,6 +10,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
   privileged-only-on-accelerator-pods {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
+  host-access-only-where-allowed {"allowedHostAccess": ["kube-system/nccl-rdma-installer"]}
 """
 
 from __future__ import annotations
@@ -96,6 +97,16 @@ PRIVILEGED_CONFIG = PolicyConfigSchema(
         }
     }
 )
+HOST_ACCESS_CONFIG = PolicyConfigSchema(
+    properties={
+        "allowedHostAccess": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
+            "default": list(kube_rules.DEFAULT_ALLOWED_HOST_ACCESS),
+            "description": "namespace/name of workloads that may use hostPID, hostNetwork, hostIPC or write hostPaths.",
+        }
+    }
+)
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerHour": {
@@ -127,6 +138,7 @@ POLICIES: list[Policy] = [
     resource_policy(kube_rules.privileged_only_on_accelerator_pods, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
     resource_policy(kube_rules.no_secret_literals),
+    resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(stack_rules.dws_workloads_use_kueue),
     stack_policy(stack_rules.queued_provisioning_has_kueue),

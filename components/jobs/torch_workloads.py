@@ -131,9 +131,10 @@ def host_library_volumes(shm_size: str) -> list[k8s.core.v1.VolumeArgs]:
 
 
 def host_library_mounts() -> list[k8s.core.v1.VolumeMountArgs]:
+    """The host's driver and gIB libraries, read-only: a job must not plant libraries for the next one."""
     return [
-        k8s.core.v1.VolumeMountArgs(name="library-dir-host", mount_path="/usr/local/nvidia"),
-        k8s.core.v1.VolumeMountArgs(name="gib", mount_path="/usr/local/gib"),
+        k8s.core.v1.VolumeMountArgs(name="library-dir-host", mount_path="/usr/local/nvidia", read_only=True),
+        k8s.core.v1.VolumeMountArgs(name="gib", mount_path="/usr/local/gib", read_only=True),
         k8s.core.v1.VolumeMountArgs(name="shared-memory", mount_path="/dev/shm"),
     ]
 

@@ -364,6 +364,31 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         {"no-secret-literals"},
     ),
     (
+        "trainer mounts a host path writable",
+        edit(
+            "fsdp-finetune",
+            "spec.template.spec",
+            {
+                "restartPolicy": "Never",
+                "volumes": [{"name": "lib", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}],
+                "containers": [
+                    {
+                        "name": "trainer",
+                        "image": "trainer:1.0",
+                        "volumeMounts": [{"name": "lib", "mountPath": "/usr/local/nvidia"}],
+                        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+                    }
+                ],
+            },
+        ),
+        {"host-access-only-where-allowed"},
+    ),
+    (
+        "web pod on the host network",
+        add(lambda: plain_deployment(False, hostNetwork=True)),
+        {"host-access-only-where-allowed"},
+    ),
+    (
         "trainer image :latest",
         edit("fsdp-finetune", "spec.template.spec.containers.0.image", "trainer:latest"),
         {"images-pinned"},
@@ -505,6 +530,30 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                 {"name": "HF_HOME", "value": "/cache/huggingface"},
                 {"name": "NCCL_IB_GID_INDEX", "value": "3"},
             ],
+        ),
+        None,
+    ),
+    (
+        "read-only host path, and the NCCL installer on the host network",
+        add(
+            lambda: plain_deployment(
+                False,
+                volumes=[{"name": "lib", "hostPath": {"path": "/opt/lib"}}],
+                containers=[
+                    {
+                        "name": "web",
+                        "image": "nginx:1.27.3",
+                        "volumeMounts": [{"name": "lib", "mountPath": "/lib2", "readOnly": True}],
+                    }
+                ],
+            ),
+            lambda: fx.changed(
+                fx.changed(
+                    plain_deployment(False, hostNetwork=True, hostPID=True), "metadata.name", "nccl-rdma-installer"
+                ),
+                "metadata.namespace",
+                "kube-system",
+            ),
         ),
         None,
     ),
