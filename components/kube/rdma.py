@@ -119,7 +119,11 @@ class Rdma(pulumi.ComponentResource):
                     )
                 )
             ),
-            tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
+            # Only the taints A4 pools carry (GPU, and queued provisioning on DWS pools), not every taint there is.
+            tolerations=[
+                k8s.core.v1.TolerationArgs(key=key, operator="Exists", effect=effect)
+                for key, _, effect in (gke.GPU_TAINT, gke.QUEUED_TAINT)
+            ],
             host_network=True,
             host_pid=True,
             volumes=[

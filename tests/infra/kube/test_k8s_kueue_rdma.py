@@ -140,6 +140,11 @@ def test_gib_installer_is_pinned_and_lands_on_a4_nodes(dev_plan):
         "/home/kubernetes/bin/nvidia/lib64",
         "/home/kubernetes/bin/gib",
     }
+    # Only the A4 pools' taints, not a key-less Exists that tolerates every taint on every node.
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"},
+    ]
 
 
 def test_tpu_only_stack_has_no_rdma_objects(plan_with):
