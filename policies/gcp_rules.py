@@ -6,8 +6,6 @@ description, the rest says why. Values unknown during preview are skipped, never
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
@@ -18,10 +16,6 @@ from policies.pools import pool_facts
 from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
 
 ACCELERATOR_MTU = 8896
-PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
-BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
-_IAM_GRANT = re.compile(r"iam(member|binding|policy):", re.IGNORECASE)
-_SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:key"
 
 
 def accelerator_vpc_mtu(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -208,52 +202,7 @@ def bucket_uniform_access(args: ResourceValidationArgs, report_violation: Report
         report_violation(f"bucket '{args.name}': publicAccessPrevention is {prevention!r}, must be 'enforced'.", None)
 
 
-def no_public_iam_members(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """No IAM grant to allUsers or allAuthenticatedUsers.
-
-    Either principal makes the resource readable by anyone on the internet (any Google account).
-    """
-    for role, member in _iam_grants(args):
-        if member in PUBLIC_MEMBERS:
-            report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
-
-
-def no_basic_roles(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """No basic role (roles/owner, roles/editor, roles/viewer) is granted.
-
-    Basic roles span every service in the project; trainers need one predefined role on one bucket.
-    """
-    for role, member in _iam_grants(args):
-        if role in BASIC_ROLES:
-            report_violation(f"{args.resource_type} '{args.name}' grants the basic role {role} to {member}.", None)
-
-
-# Roles that control other identities or a whole service (docs/cloud-facts.md: IAM roles that hand over identities).
-IDENTITY_ROLES = (
-    "roles/iam.serviceAccountTokenCreator",
-    "roles/iam.serviceAccountUser",
-    "roles/iam.workloadIdentityUser",
-    "roles/iam.serviceAccountKeyAdmin",
-)
-_BROAD_MEMBER_PREFIXES = ("domain:", "group:", "principalSet:")
-_DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 OPEN_TO_THE_INTERNET = ("0.0.0.0/0", "::/0")
-
-
-def pools_run_as_their_own_service_account(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Every node pool runs as a service account of its own, not the default Compute Engine account.
-
-    The default account is often a project Editor, and any privileged pod or hostNetwork DaemonSet on a node
-    can take the node's token; a pool without serviceAccount (or with "default") runs as it.
-    """
-    if args.resource_type != NODE_POOL_TYPE:
-        return
-    account = lookup(args.props, "nodeConfig.serviceAccount")
-    if is_unknown(account):
-        return
-    if not account or account == "default" or _DEFAULT_COMPUTE_ACCOUNT.match(str(account)):
-        shown = account or "unset (the default Compute Engine account)"
-        report_violation(f"pool '{args.name}': nodeConfig.serviceAccount is {shown}; give the pool its own.", None)
 
 
 def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -267,28 +216,6 @@ def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_viola
     sources = [source for source in items(args.props, "sourceRanges") if source in OPEN_TO_THE_INTERNET]
     if sources:
         report_violation(f"firewall '{args.name}': sourceRanges include {', '.join(sources)}.", None)
-
-
-def no_sensitive_roles_for_broad_members(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Admin and identity roles go to single principals, not to domains, groups or identity pools.
-
-    An `*.admin`, token-creator, service-account-user or workload-identity-user role on a whole domain, group or
-    principal set lets anyone in it act as the service or as other identities.
-    """
-    for role, member in _iam_grants(args):
-        sensitive = role.endswith((".admin", "Admin")) or role in IDENTITY_ROLES
-        if sensitive and str(member).startswith(_BROAD_MEMBER_PREFIXES):
-            report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
-
-
-def no_service_account_keys(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """No service account keys.
-
-    Keys are long-lived secrets that end up in state files and CI logs; Workload Identity (in the cluster)
-    and Workload Identity Federation (in CI) need none.
-    """
-    if args.resource_type.lower() == _SERVICE_ACCOUNT_KEY:
-        report_violation(f"'{args.name}' creates a service account key.", None)
 
 
 def allowed_regions(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -380,24 +307,6 @@ def _require_gke_metadata(props: Any, where: str, report_violation: ReportViolat
     if not is_unknown(mode) and mode != "GKE_METADATA":
         shown = "unset" if mode is None else repr(mode)
         report_violation(f"{where}: nodeConfig.workloadMetadataConfig.mode is {shown}, must be 'GKE_METADATA'.", None)
-
-
-def _iam_grants(args: ResourceValidationArgs) -> list[tuple[str, str]]:
-    """(role, member) pairs an IAM member, binding or policy resource grants."""
-    if not _IAM_GRANT.search(args.resource_type):
-        return []
-    role = lookup(args.props, "role")
-    members = [lookup(args.props, "member")] + items(args.props, "members")
-    grants = [(str(role), member) for member in members if isinstance(member, str)]
-    policy_data = lookup(args.props, "policyData")
-    if isinstance(policy_data, str):
-        try:
-            bindings = json.loads(policy_data).get("bindings", [])
-        except (ValueError, AttributeError):
-            bindings = []
-        for binding in bindings:
-            grants += [(str(binding.get("role")), str(member)) for member in binding.get("members", [])]
-    return grants
 
 
 def _within(location: str, allowed: list[str]) -> bool:

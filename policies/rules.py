@@ -26,7 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import gcp_rules, kube_rules, stack_rules
+from policies import gcp_rules, identity_rules, kube_rules, stack_rules
 
 PACK_NAME = "trainyard"
 PACK_VERSION = "0.1.0"
@@ -128,12 +128,12 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.cluster_shielded_nodes),
     resource_policy(gcp_rules.pools_use_gke_metadata_server),
     resource_policy(gcp_rules.bucket_uniform_access),
-    resource_policy(gcp_rules.no_public_iam_members),
-    resource_policy(gcp_rules.no_basic_roles),
-    resource_policy(gcp_rules.no_service_account_keys),
-    resource_policy(gcp_rules.pools_run_as_their_own_service_account),
+    resource_policy(identity_rules.no_public_iam_members),
+    resource_policy(identity_rules.no_basic_roles),
+    resource_policy(identity_rules.no_service_account_keys),
+    resource_policy(identity_rules.pools_run_as_their_own_service_account),
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
-    resource_policy(gcp_rules.no_sensitive_roles_for_broad_members),
+    resource_policy(identity_rules.no_sensitive_roles_for_broad_members),
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
     resource_policy(kube_rules.privileged_only_on_accelerator_pods, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
