@@ -6,7 +6,7 @@ import re
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
+from components.facts.gke import NCCL_INSTALLER_NAME, NCCL_INSTALLER_NAMESPACE, QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
 from components.facts.images import PINNED_WORDS, pin_problem
 from policies.props import as_number, entries, is_true, is_unknown, items, lookup
 from policies.workloads import (
@@ -16,18 +16,19 @@ from policies.workloads import (
     containers,
     kind_of,
     labels_of,
-    namespace_of,
     object_name,
     pod_templates,
+    workload_id,
 )
 
 # pulumi-kubernetes waits up to 10 minutes for a Job to complete before it reports a failure.
 DEFAULT_MAX_AWAIT_SECONDS = 600
 
 
-# Workloads whose pods may be privileged without asking for accelerators, as namespace/name: the NCCL gIB
-# installer copies the plugin onto the host. The pack config's allowedPrivileged replaces this list.
-DEFAULT_ALLOWED_PRIVILEGED = ("kube-system/nccl-rdma-installer",)
+# The workloads allowed what only the host's own software needs (privilege without accelerators, the host's
+# namespaces, writable host paths), as namespace/name: the NCCL gIB installer copies the plugin onto the host.
+# The pack config's allowedPrivileged and allowedHostAccess replace this list.
+HOST_LEVEL_WORKLOADS = (f"{NCCL_INSTALLER_NAMESPACE}/{NCCL_INSTALLER_NAME}",)
 
 
 def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -41,9 +42,8 @@ def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_vio
     kind = kind_of(args.resource_type)
     if kind is None:
         return
-    allowed = args.get_config().get("allowedPrivileged", list(DEFAULT_ALLOWED_PRIVILEGED))
-    workload = f"{namespace_of(args.props)}/{object_name(args.props, args.name)}"
-    if workload in allowed:
+    workload = workload_id(args.props, args.name)
+    if workload in args.get_config().get("allowedPrivileged", list(HOST_LEVEL_WORKLOADS)):
         return
     for template in pod_templates(kind, args.props):
         if accelerator_requests(template.spec):
@@ -57,9 +57,6 @@ def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_vio
                 )
 
 
-# Workloads that may use the host's namespaces or write to its paths, as namespace/name: the NCCL gIB installer
-# copies the plugin onto the host. The pack config's allowedHostAccess replaces this list.
-DEFAULT_ALLOWED_HOST_ACCESS = ("kube-system/nccl-rdma-installer",)
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
 
 
@@ -72,8 +69,8 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
     kind = kind_of(args.resource_type)
     if kind is None:
         return
-    workload = f"{namespace_of(args.props)}/{object_name(args.props, args.name)}"
-    if workload in args.get_config().get("allowedHostAccess", list(DEFAULT_ALLOWED_HOST_ACCESS)):
+    workload = workload_id(args.props, args.name)
+    if workload in args.get_config().get("allowedHostAccess", list(HOST_LEVEL_WORKLOADS)):
         return
     for template in pod_templates(kind, args.props):
         used = [field for field in HOST_NAMESPACES if is_true(lookup(template.spec, field))]

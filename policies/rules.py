@@ -87,26 +87,24 @@ AWAIT_CONFIG = PolicyConfigSchema(
         }
     }
 )
-PRIVILEGED_CONFIG = PolicyConfigSchema(
-    properties={
-        "allowedPrivileged": {
-            "type": "array",
-            "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
-            "default": list(kube_rules.DEFAULT_ALLOWED_PRIVILEGED),
-            "description": "namespace/name of workloads whose pods may be privileged without requesting accelerators.",
+
+
+def workload_list_config(key: str, allowed: str) -> PolicyConfigSchema:
+    """A list of namespace/name workloads the pack config may replace; by default the host-level ones."""
+    return PolicyConfigSchema(
+        properties={
+            key: {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
+                "default": list(kube_rules.HOST_LEVEL_WORKLOADS),
+                "description": f"namespace/name of workloads that may {allowed}.",
+            }
         }
-    }
-)
-HOST_ACCESS_CONFIG = PolicyConfigSchema(
-    properties={
-        "allowedHostAccess": {
-            "type": "array",
-            "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
-            "default": list(kube_rules.DEFAULT_ALLOWED_HOST_ACCESS),
-            "description": "namespace/name of workloads that may use hostPID, hostNetwork, hostIPC or write hostPaths.",
-        }
-    }
-)
+    )
+
+
+PRIVILEGED_CONFIG = workload_list_config("allowedPrivileged", "be privileged without requesting accelerators")
+HOST_ACCESS_CONFIG = workload_list_config("allowedHostAccess", "use hostPID, hostNetwork, hostIPC or write hostPaths")
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerHour": {

@@ -162,6 +162,11 @@ def object_name(props: Any, fallback: str) -> str:
     return name if isinstance(name, str) else fallback
 
 
+def workload_id(props: Any, fallback: str) -> str:
+    """`namespace/name`, how the pack config names a workload."""
+    return f"{namespace_of(props)}/{object_name(props, fallback)}"
+
+
 def uncertain(kind: str, props: Any) -> bool:
     """Whether what the stack rules read of this object (metadata, scheduling, sizes) is unknown yet."""
     if has_unknown(lookup(props, "metadata")):

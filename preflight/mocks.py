@@ -17,7 +17,6 @@ from components.facts.images import IMAGE_BUILD_TYPE
 
 MOCK_PROJECT_NUMBER = "123456789012"
 MOCK_ENDPOINT = "203.0.113.10"  # TEST-NET-3: never a real address
-SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
 
 # The SDK's wire markers (sdk/python/lib/pulumi/runtime/rpc.py).
 SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -43,7 +42,7 @@ class CloudMocks(mocks.Mocks):
             outputs["endpoint"] = MOCK_ENDPOINT
             ca = base64.b64encode(b"mock cluster CA").decode()
             outputs["masterAuth"] = {**inputs.get("masterAuth", {}), "clusterCaCertificate": ca}
-        if type_ == SERVICE_ACCOUNT_TYPE and inputs.get("accountId"):
+        if type_ == gke.SERVICE_ACCOUNT_TYPE and inputs.get("accountId"):
             email = f"{inputs['accountId']}@{inputs.get('project', 'mock-project')}.iam.gserviceaccount.com"
             outputs.update(email=email, member=f"serviceAccount:{email}")
         if type_ == IMAGE_BUILD_TYPE and inputs.get("tags"):

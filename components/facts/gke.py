@@ -29,6 +29,8 @@ DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"  # a node label that
 # Trainyard's own node label on every TPU pool: the slice group it belongs to. Kueue flavors select on it, so
 # groups of one shape on different capacity (on-demand, spot, reservation) never share a flavor's nodes.
 SLICE_GROUP_LABEL = "trainyard/tpu-slice-group"
+# The DaemonSet that copies the NCCL gIB plugin onto A4 hosts: the one workload that needs the host.
+NCCL_INSTALLER_NAMESPACE, NCCL_INSTALLER_NAME = "kube-system", "nccl-rdma-installer"
 WORKLOAD_LABEL = "trainyard/workload"  # a job's pods across its revisions (the Job's own name changes)
 JOB_NAME_POD_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on every pod it creates
 # The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
@@ -89,6 +91,7 @@ NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 NETWORK_TYPE = "gcp:compute/network:Network"
 SUBNETWORK_TYPE = "gcp:compute/subnetwork:Subnetwork"
 BUCKET_TYPE = "gcp:storage/bucket:Bucket"
+SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
 
 # Capacity modes, in the stack config's words.
 ON_DEMAND, SPOT, FLEX_START, DWS_QUEUED, RESERVATION = "onDemand", "spot", "flexStart", "dwsQueued", "reservation"

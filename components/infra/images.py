@@ -19,9 +19,8 @@ import pulumi_gcp as gcp
 from components.config.models import StackConfig
 from components.facts.images import repository_path
 from components.infra.fixed_names import fixed_name_options
-from components.infra.source_tree import content_hash, tracked_files, trainer_paths
+from components.infra.source_tree import PROJECT_DIR, content_hash, tracked_files, trainer_paths
 
-PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 TAG_LENGTH = 16
 REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
 CACHE_TAG = "buildcache"

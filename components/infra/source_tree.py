@@ -10,6 +10,9 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+# The folder holding Pulumi.yaml, wherever this module sits below it (a fixed parents[n] breaks on a move).
+PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
+
 
 def tracked_files(root: Path, paths: tuple[str, ...]) -> list[str]:
     """The files git tracks under `paths` (relative to `root`), as sorted POSIX paths; outside a git work tree

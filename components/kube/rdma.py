@@ -95,7 +95,7 @@ class Rdma(pulumi.ComponentResource):
         return [params, network]
 
     def _installer(self, accelerators: list[str]) -> k8s.apps.v1.DaemonSet:
-        labels = {"k8s-app": "nccl-rdma-installer"}
+        labels = {"k8s-app": gke.NCCL_INSTALLER_NAME}
         host_paths = {"library-dir-host": f"{HOST_NVIDIA_DIR}/lib64", "gib": HOST_GIB_DIR}
         install = (
             "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
@@ -134,7 +134,7 @@ class Rdma(pulumi.ComponentResource):
             ],
             init_containers=[
                 k8s.core.v1.ContainerArgs(
-                    name="nccl-rdma-installer",
+                    name=gke.NCCL_INSTALLER_NAME,
                     image=GIB_INSTALLER_IMAGE,
                     command=["/bin/sh", "-c"],
                     args=[install],
@@ -149,8 +149,10 @@ class Rdma(pulumi.ComponentResource):
             containers=[k8s.core.v1.ContainerArgs(name="pause", image=PAUSE_IMAGE)],
         )
         return k8s.apps.v1.DaemonSet(
-            "nccl-rdma-installer",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="nccl-rdma-installer", namespace="kube-system", labels=labels),
+            gke.NCCL_INSTALLER_NAME,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=gke.NCCL_INSTALLER_NAME, namespace=gke.NCCL_INSTALLER_NAMESPACE, labels=labels
+            ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),

@@ -21,10 +21,8 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.infra.source_tree import content_hash, tracked_files, trainer_paths
+from components.infra.source_tree import PROJECT_DIR, content_hash, tracked_files, trainer_paths
 
-# The folder holding Pulumi.yaml, wherever this module sits below it (a fixed parents[n] breaks on a move).
-PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 MOUNT_DIR = "/opt/trainyard/code"
 ARCHIVE_FILE = "workloads.zip"
 # The API server refuses objects over 1 MiB; base64 grows the archive by a third.

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from components.facts.images import IMAGE_BUILD_TYPE, REPOSITORY_TYPE, TRAINERS, pin_problem
 from components.infra.images import source_tag
 from components.infra.source_tree import trainer_paths
 from tests.infra.helpers.plans import PROJECT_DIR, everything_on, manifest, one
+from tests.infra.helpers.trainer_repo import commit_tiny_trainers
 
 REGISTRY = "us-east5-docker.pkg.dev/trainyard-dev/trainyard"
 DIGEST_REF = f"example.com/team/fsdp:1.0@sha256:{'a' * 64}"
@@ -81,17 +79,8 @@ def test_each_dockerignore_admits_exactly_what_the_tag_hashes():
         assert lines[lines.index("*") + 1 :][: len(trainer_paths(trainer))] == [f"!{p}" for p in trainer_paths(trainer)]
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args], check=True)
-
-
 def test_a_tag_changes_with_its_trainers_tracked_files_only(tmp_path):
-    for name in ("workloads/__init__.py", "workloads/fsdp/train.py", "workloads/maxtext/train.py"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(f"# {name}\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-qm", "one")
+    commit_tiny_trainers(tmp_path)
     before = {trainer: source_tag(trainer, tmp_path) for trainer in TRAINERS}
     (tmp_path / "workloads/fsdp/scratch.py").write_text("untracked\n")
     assert {trainer: source_tag(trainer, tmp_path) for trainer in TRAINERS} == before

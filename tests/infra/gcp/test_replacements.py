@@ -15,7 +15,7 @@ FIXED_NAME_TYPES = {
     gke.SUBNETWORK_TYPE,
     gke.FIREWALL_TYPE,
     REPOSITORY_TYPE,
-    "gcp:serviceaccount/account:Account",
+    gke.SERVICE_ACCOUNT_TYPE,
 }
 
 
@@ -55,7 +55,7 @@ def test_a_kept_bucket_is_adopted_not_created(plan_with):
 
 
 def test_each_node_role_has_its_own_least_privilege_service_account(dev_plan):
-    accounts = {r.name: r.inputs for r in dev_plan.resources if r.type == "gcp:serviceaccount/account:Account"}
+    accounts = {r.name: r.inputs for r in dev_plan.resources if r.type == gke.SERVICE_ACCOUNT_TYPE}
     assert {name: inputs["accountId"] for name, inputs in accounts.items()} == {
         "system-nodes": "trainyard-dev-system",
         "tpu-nodes": "trainyard-dev-tpu",

@@ -15,6 +15,7 @@ import pytest
 
 from components.kube import workload_code
 from tests.infra.helpers.plans import PROJECT_DIR, everything_on, manifest
+from tests.infra.helpers.trainer_repo import commit_tiny_trainers
 from workloads.fsdp.config import parse_config
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import check_parallelism, parse_overrides
@@ -162,17 +163,8 @@ def test_each_trainers_code_is_content_addressed_and_mounted(dev_plan):
     assert {"name": "trainyard-code", "configMap": {"name": fsdp.config_map_name}} in volumes
 
 
-def _git(root, *args):
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args], check=True)
-
-
 def test_a_code_name_follows_its_trainers_tracked_files_only(tmp_path):
-    for name in ("workloads/__init__.py", "workloads/fsdp/train.py", "workloads/maxtext/train.py"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(f"# {name}\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-qm", "one")
+    commit_tiny_trainers(tmp_path)
     before = {trainer: workload_code.build_archive(trainer, tmp_path) for trainer in ("fsdp", "maxtext")}
     (tmp_path / "workloads/fsdp/scratch.py").write_text("untracked\n")
     (tmp_path / "workloads/fsdp/notes.md").write_text("not shipped\n")
