@@ -26,7 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import gcp_rules, identity_rules, kube_rules, stack_rules
+from policies import exposure_rules, gcp_rules, identity_rules, kube_rules, stack_rules
 
 PACK_NAME = "trainyard"
 PACK_VERSION = "0.1.0"
@@ -124,6 +124,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.cluster_workload_identity),
     resource_policy(gcp_rules.cluster_no_legacy_auth),
     resource_policy(gcp_rules.cluster_shielded_nodes),
+    resource_policy(exposure_rules.nodes_private),
     resource_policy(gcp_rules.pools_use_gke_metadata_server),
     resource_policy(gcp_rules.bucket_uniform_access),
     resource_policy(identity_rules.no_public_iam_members),

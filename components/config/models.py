@@ -57,6 +57,10 @@ class ClusterConfig(ConfigModel):
     """Refuse to delete the cluster; turn off before `pulumi destroy`."""
     system_pool: SystemPoolConfig = SystemPoolConfig()
     """The CPU pool: `machineType`, `minNodes`, `maxNodes`."""
+    private_nodes: bool = True
+    """Nodes get internal addresses only and reach the internet through the stack's Cloud NAT (Google APIs
+    through Private Google Access); false gives every node a public address (then disable the policy
+    `nodes-private` in the pack config)."""
 
     @property
     def kubernetes_minor(self) -> tuple[int, int]:

@@ -90,6 +90,8 @@ CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 NETWORK_TYPE = "gcp:compute/network:Network"
 SUBNETWORK_TYPE = "gcp:compute/subnetwork:Subnetwork"
+ROUTER_TYPE = "gcp:compute/router:Router"
+ROUTER_NAT_TYPE = "gcp:compute/routerNat:RouterNat"
 BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
 

@@ -119,6 +119,9 @@ class Cluster(pulumi.ComponentResource):
                 enable_components=["SYSTEM_COMPONENTS", "DCGM"],
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=cluster.private_nodes
+            ),
             enable_shielded_nodes=True,
             enable_legacy_abac=False,
             master_auth=gcp.container.ClusterMasterAuthArgs(
@@ -126,7 +129,8 @@ class Cluster(pulumi.ComponentResource):
                     issue_client_certificate=False
                 )
             ),
-            opts=fixed_name_options(self),
+            # Private nodes pull from outside Google through the NAT from their first boot.
+            opts=fixed_name_options(self, depends_on=[networks.nat] if networks.nat else None),
         )
 
     def _system_pool(self, config: StackConfig, identities: NodeIdentities) -> gcp.container.NodePool:

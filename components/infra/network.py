@@ -1,4 +1,5 @@
-"""VPCs for accelerators: the primary VPC, TPU DCN VPCs, and the A4 gVNIC and RDMA VPCs (MTU from config)."""
+"""VPCs for accelerators: the primary VPC (with Cloud NAT for private nodes), TPU DCN VPCs, and the A4 gVNIC and
+RDMA VPCs (MTU from config)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Networks(pulumi.ComponentResource):
     dcn: list[NodeNetwork]
     gvnic: list[NodeNetwork]
     rdma: list[NodeNetwork]
+    nat: gcp.compute.RouterNat | None
 
     def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Networks", name, None, opts)
@@ -41,6 +43,9 @@ class Networks(pulumi.ComponentResource):
             f"{self._prefix}-primary",
             self.primary,
             config.network.node_range,
+            # Private nodes reach Google APIs (Artifact Registry, GCS, logging) without NAT; GKE turns this on
+            # for private nodes anyway, so stating it keeps previews free of drift.
+            private_ip_google_access=True,
             secondary_ip_ranges=[
                 gcp.compute.SubnetworkSecondaryIpRangeArgs(
                     range_name=POD_RANGE_NAME, ip_cidr_range=str(config.network.pod_range)
@@ -50,6 +55,7 @@ class Networks(pulumi.ComponentResource):
                 ),
             ],
         )
+        self.nat = self._nat() if config.cluster.private_nodes else None
         self.dcn = self._dcn_networks() if config.multislice else []
         self.gvnic = self._gvnic_networks() if config.gpu_pools else []
         self.rdma = self._rdma_networks() if config.gpu_pools else []
@@ -83,6 +89,27 @@ class Networks(pulumi.ComponentResource):
             ip_cidr_range=str(cidr),
             opts=fixed_name_options(self),
             **extra,
+        )
+
+    def _nat(self) -> gcp.compute.RouterNat:
+        """Egress for nodes without public addresses: images outside Google (registry.k8s.io, Docker Hub),
+        Hugging Face, PyPI. Only the primary VPC needs it; the accelerator VPCs carry node-to-node traffic."""
+        router = gcp.compute.Router(
+            f"{self._prefix}-router",
+            name=f"{self._prefix}-router",
+            network=self.primary.id,
+            region=self._config.region,
+            opts=fixed_name_options(self),
+        )
+        return gcp.compute.RouterNat(
+            f"{self._prefix}-nat",
+            name=f"{self._prefix}-nat",
+            router=router.name,
+            region=self._config.region,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            opts=fixed_name_options(self),
         )
 
     def _node_network(self, name: str, cidr: IPv4Network, **vpc_extra: object) -> NodeNetwork:

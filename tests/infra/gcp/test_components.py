@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from components.facts import gke
 from tests.infra.helpers.plans import one
 
 STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
@@ -185,3 +186,24 @@ def test_every_gcp_name_the_stack_derives_is_one_gcp_accepts(plan_with):
             resource.type,
             resource.inputs["name"],
         )
+
+
+def test_private_nodes_egress_through_cloud_nat_on_the_primary_vpc(dev_plan):
+    cluster = one(dev_plan, "gcp:container/cluster:Cluster", "trainyard-dev")
+    assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert one(dev_plan, "gcp:compute/subnetwork:Subnetwork", "trainyard-dev-primary")["privateIpGoogleAccess"] is True
+    router = one(dev_plan, gke.ROUTER_TYPE, "trainyard-dev-router")
+    assert router["network"].endswith("trainyard-dev-primary-id") and router["region"] == "us-east5"
+    nat = one(dev_plan, gke.ROUTER_NAT_TYPE, "trainyard-dev-nat")
+    assert nat["router"] == "trainyard-dev-router"
+    assert nat["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    nat_urn = next(r.urn for r in dev_plan.resources if r.name == "trainyard-dev-nat")
+    assert nat_urn in next(r for r in dev_plan.resources if r.name == "trainyard-dev").dependencies
+
+
+def test_public_nodes_make_no_nat(plan_with):
+    plan = plan_with(lambda values: values["trainyard:cluster"].update(privateNodes=False))
+    assert one(plan, "gcp:container/cluster:Cluster", "trainyard-dev")["privateClusterConfig"] == {
+        "enablePrivateNodes": False
+    }
+    assert not plan.of_type(gke.ROUTER_NAT_TYPE) and not plan.of_type(gke.ROUTER_TYPE)

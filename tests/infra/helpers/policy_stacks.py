@@ -82,6 +82,7 @@ def cluster(name: str = "trainyard-dev") -> dict[str, Any]:
             "deletionProtection": True,
             "enableLegacyAbac": False,
             "enableShieldedNodes": True,
+            "privateClusterConfig": {"enablePrivateNodes": True},
             "masterAuth": {"clientCertificateConfig": {"issueClientCertificate": False}},
             "workloadIdentityConfig": {"workloadPool": "trainyard-dev.svc.id.goog"},
             "nodeConfig": {"workloadMetadataConfig": {"mode": "GKE_METADATA"}},

@@ -171,6 +171,9 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     ),
     ("basic auth", edit("trainyard-dev", "masterAuth.username", "admin"), {"cluster-no-legacy-auth"}),
     ("shielded nodes off", edit("trainyard-dev", "enableShieldedNodes", False), {"cluster-shielded-nodes"}),
+    ("public nodes", edit("trainyard-dev", "privateClusterConfig.enablePrivateNodes", False), {"nodes-private"}),
+    ("private nodes unset", edit("trainyard-dev", "privateClusterConfig", fx.DELETE), {"nodes-private"}),
+    ("pool opts out of private nodes", edit(GPU_POOL, "networkConfig.enablePrivateNodes", False), {"nodes-private"}),
     (
         "pool on GCE metadata",
         edit(SYSTEM, "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"),
