@@ -43,7 +43,7 @@ class TrainyardStack(pulumi.ComponentResource):
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ",
             self.cluster.cluster.name,
-            f" --location {config.zone} --project {config.project}",
+            f" --location {config.zone} --project {config.project} --dns-endpoint",
         )
         self.register_outputs(self.outputs())
 
@@ -78,6 +78,7 @@ class TrainyardStack(pulumi.ComponentResource):
         return {
             "clusterName": self.cluster.cluster.name,
             "clusterEndpoint": self.cluster.cluster.endpoint,
+            "clusterDnsEndpoint": self.cluster.dns_endpoint,
             "kubeconfig": self.cluster.kubeconfig,
             "bucket": self.storage.bucket.name,
             "tpuPools": [pool.name for pool in self.tpu_slices.pools.values()],

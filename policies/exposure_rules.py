@@ -9,7 +9,7 @@ from __future__ import annotations
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
-from policies.props import is_unknown, lookup
+from policies.props import is_true, is_unknown, items, lookup
 
 
 def nodes_private(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -30,3 +30,48 @@ def nodes_private(args: ResourceValidationArgs, report_violation: ReportViolatio
             )
     elif args.resource_type == NODE_POOL_TYPE and lookup(args.props, "networkConfig.enablePrivateNodes") is False:
         report_violation(f"pool '{args.name}': networkConfig.enablePrivateNodes is false; its nodes are public.", None)
+
+
+def control_plane_not_open(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The control plane's public IP endpoint, if any, admits only named ranges, never the whole internet.
+
+    An open endpoint leaves the API server one stolen credential or one API-server flaw from anyone. Close it
+    (privateClusterConfig.enablePrivateEndpoint) and use the IAM-checked DNS endpoint, or list the ranges in
+    masterAuthorizedNetworksConfig without 0.0.0.0/0 and without Google Cloud's public addresses (any VM's).
+    """
+    if args.resource_type != CLUSTER_TYPE:
+        return
+    closed = lookup(args.props, "privateClusterConfig.enablePrivateEndpoint")
+    if is_unknown(closed) or closed is True:
+        return
+    authorized = lookup(args.props, "masterAuthorizedNetworksConfig")
+    if is_unknown(authorized):
+        return
+    where = f"cluster '{args.name}'"
+    if authorized is None:
+        report_violation(
+            f"{where}: the public IP endpoint admits every address (no masterAuthorizedNetworksConfig).", None
+        )
+        return
+    if is_true(lookup(args.props, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled")):
+        report_violation(f"{where}: the public IP endpoint admits Google Cloud's public addresses (any VM's).", None)
+    for block in items(args.props, "masterAuthorizedNetworksConfig.cidrBlocks"):
+        cidr = lookup(block, "cidrBlock")
+        if isinstance(cidr, str) and cidr.endswith("/0"):
+            report_violation(f"{where}: the public IP endpoint admits {cidr}, the whole internet.", None)
+
+
+def public_endpoint_names_its_ranges(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """A public IP endpoint lists the ranges it is public for.
+
+    With no range it admits nobody from outside Google's network: kubectl, Pulumi and CI already use the DNS
+    endpoint, so the public IP endpoint only widens what can be attacked. Set
+    trainyard:cluster.authorizedNetworks, or publicEndpoint: false.
+    """
+    if args.resource_type != CLUSTER_TYPE or lookup(args.props, "privateClusterConfig.enablePrivateEndpoint"):
+        return
+    blocks = lookup(args.props, "masterAuthorizedNetworksConfig.cidrBlocks")
+    if lookup(args.props, "masterAuthorizedNetworksConfig") is not None and not is_unknown(blocks) and not blocks:
+        report_violation(
+            f"cluster '{args.name}': the public IP endpoint admits no range (authorizedNetworks is empty).", None
+        )

@@ -125,6 +125,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.cluster_no_legacy_auth),
     resource_policy(gcp_rules.cluster_shielded_nodes),
     resource_policy(exposure_rules.nodes_private),
+    resource_policy(exposure_rules.control_plane_not_open),
     resource_policy(gcp_rules.pools_use_gke_metadata_server),
     resource_policy(gcp_rules.bucket_uniform_access),
     resource_policy(identity_rules.no_public_iam_members),
@@ -148,6 +149,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
+    resource_policy(exposure_rules.public_endpoint_names_its_ranges, level=ADVISORY),
     stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
 ]
 

@@ -26,6 +26,18 @@ UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SECRET_PLACEHOLDER = "[secret]"
 
 
+def dns_endpoint_config(cluster_inputs: dict[str, Any], name: str) -> dict[str, Any]:
+    """The cluster's endpoints with the DNS name GKE gives it (`gke-<id>-<project number>.<region>.gke.goog`)."""
+    endpoints = cluster_inputs.get("controlPlaneEndpointsConfig") or {}
+    region = str(cluster_inputs.get("location", "mock-region-a")).rsplit("-", 1)[0]
+    cluster_id = hashlib.sha256(name.encode()).hexdigest()[:32]
+    dns = {
+        **endpoints.get("dnsEndpointConfig", {}),
+        "endpoint": f"gke-{cluster_id}-{MOCK_PROJECT_NUMBER}.{region}.gke.goog",
+    }
+    return {**endpoints, "dnsEndpointConfig": dns}
+
+
 class CloudMocks(mocks.Mocks):
     """Echo every input back as output (so dependent inputs resolve) and fill what the cloud computes."""
 
@@ -42,6 +54,7 @@ class CloudMocks(mocks.Mocks):
             outputs["endpoint"] = MOCK_ENDPOINT
             ca = base64.b64encode(b"mock cluster CA").decode()
             outputs["masterAuth"] = {**inputs.get("masterAuth", {}), "clusterCaCertificate": ca}
+            outputs["controlPlaneEndpointsConfig"] = dns_endpoint_config(inputs, physical_name)
         if type_ == gke.SERVICE_ACCOUNT_TYPE and inputs.get("accountId"):
             email = f"{inputs['accountId']}@{inputs.get('project', 'mock-project')}.iam.gserviceaccount.com"
             outputs.update(email=email, member=f"serviceAccount:{email}")

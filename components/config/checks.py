@@ -106,6 +106,7 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """Rules that span fields or need accelerator facts; each yields the exact key at fault."""
     yield from _zone_problems(config)
     yield from _version_problems(config)
+    yield from _control_plane_problems(config)
     yield from _tpu_problems(config)
     yield from _gpu_problems(config)
     yield from _pool_name_problems(config)
@@ -141,6 +142,23 @@ def _capacity_problems(path: str, capacity: str, reservation: str | None) -> Ite
             f"{path}.reservation",
             reservation,
             f'is only allowed with capacity "reservation" (capacity is "{capacity}")',
+        )
+
+
+def _control_plane_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    cluster = config.cluster
+    if not cluster.public_endpoint and not cluster.private_nodes:
+        yield ConfigProblem(
+            "trainyard:cluster.publicEndpoint",
+            False,
+            "needs privateNodes: GKE closes the IP endpoint only on clusters with private nodes "
+            "(allowed: true, or privateNodes: true)",
+        )
+    if cluster.authorized_networks and not cluster.public_endpoint:
+        yield ConfigProblem(
+            "trainyard:cluster.authorizedNetworks",
+            [str(network.cidr) for network in cluster.authorized_networks],
+            "would admit nothing: the public IP endpoint is closed (allowed: publicEndpoint: true, or no ranges)",
         )
 
 

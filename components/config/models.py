@@ -45,6 +45,15 @@ class SystemPoolConfig(ConfigModel):
     """Most nodes of the system pool; at least minNodes."""
 
 
+class AuthorizedNetwork(ConfigModel):
+    """A range outside Google Cloud that may reach the control plane's public IP endpoint."""
+
+    name: str = Field(min_length=1, max_length=63)
+    """What the range is (an office, a VPN); GKE shows it as the block's display name."""
+    cidr: IPv4Network
+    """The range, such as 203.0.113.0/24."""
+
+
 class ClusterConfig(ConfigModel):
     name: str = Field("trainyard", pattern=DNS_LABEL, max_length=CLUSTER_NAME_MAX)
     """The GKE cluster's name; also the prefix of its networks and firewall rules."""
@@ -61,6 +70,11 @@ class ClusterConfig(ConfigModel):
     """Nodes get internal addresses only and reach the internet through the stack's Cloud NAT (Google APIs
     through Private Google Access); false gives every node a public address (then disable the policy
     `nodes-private` in the pack config)."""
+    public_endpoint: bool = False
+    """The control plane's IP endpoint takes connections from outside the VPC, only from authorizedNetworks;
+    false: from inside the VPC only. kubectl, Pulumi and CI use the IAM-checked DNS endpoint either way."""
+    authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    """Ranges (`name`, `cidr`) the public IP endpoint admits; with publicEndpoint only."""
 
     @property
     def kubernetes_minor(self) -> tuple[int, int]:

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.config.models import StackConfig
+from components.config.models import ClusterConfig, StackConfig
 from components.infra import node_pools
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
@@ -17,8 +17,11 @@ from components.infra.node_identity import NodeIdentities
 SYSTEM_POOL_NAME = "system"
 
 
-def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig that authenticates with gke-gcloud-auth-plugin: no keys or tokens stored."""
+def kubeconfig(name: str, dns_endpoint: str) -> str:
+    """A kubeconfig for the control plane's DNS endpoint that authenticates with gke-gcloud-auth-plugin: no
+    keys or tokens stored. The DNS endpoint checks IAM (container.clusters.connect) before the API server sees
+    the request, answers from anywhere that reaches Google APIs (CI runners included) whether or not the IP
+    endpoint is public, and serves a publicly trusted certificate, so no CA is pinned."""
     return json.dumps(
         {
             "apiVersion": "v1",
@@ -26,7 +29,7 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
             "clusters": [
                 {
                     "name": name,
-                    "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
+                    "cluster": {"server": f"https://{dns_endpoint}"},
                 }
             ],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
@@ -48,9 +51,30 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
     )
 
 
+def dns_endpoint_of(endpoints: gcp.container.outputs.ClusterControlPlaneEndpointsConfig) -> str:
+    return endpoints.dns_endpoint_config.endpoint
+
+
+def authorized_networks(cluster: ClusterConfig) -> gcp.container.ClusterMasterAuthorizedNetworksConfigArgs | None:
+    """A public IP endpoint admits only the configured ranges, never Google Cloud's public addresses (any
+    VM's); a closed one needs no list (the VPC reaches it, the DNS endpoint checks IAM)."""
+    if not cluster.public_endpoint:
+        return None
+    return gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+        cidr_blocks=[
+            gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                display_name=network.name, cidr_block=str(network.cidr)
+            )
+            for network in cluster.authorized_networks
+        ],
+        gcp_public_cidrs_access_enabled=False,
+    )
+
+
 class Cluster(pulumi.ComponentResource):
     cluster: gcp.container.Cluster
     system_pool: gcp.container.NodePool
+    dns_endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
@@ -65,18 +89,25 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
         self.cluster = self._cluster(config, networks)
         self.system_pool = self._system_pool(config, identities)
+        self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(dns_endpoint_of)
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(
-                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
-            ).apply(lambda parts: kubeconfig(*parts))
+            pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(lambda parts: kubeconfig(*parts))
         )
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            # Without it the provider guesses "another cluster" from any change of the kubeconfig's server or
+            # CA (a CA rotation, an endpoint move) and replaces every Kubernetes object of the stack.
+            cluster_identifier=f"{config.project}/{config.zone}/{config.cluster.name}",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )
         self.register_outputs(
-            {"name": self.cluster.name, "endpoint": self.cluster.endpoint, "kubeconfig": self.kubeconfig}
+            {
+                "name": self.cluster.name,
+                "endpoint": self.cluster.endpoint,
+                "dnsEndpoint": self.dns_endpoint,
+                "kubeconfig": self.kubeconfig,
+            }
         )
 
     def _cluster(self, config: StackConfig, networks: Networks) -> gcp.container.Cluster:
@@ -120,7 +151,14 @@ class Cluster(pulumi.ComponentResource):
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
-                enable_private_nodes=cluster.private_nodes
+                enable_private_nodes=cluster.private_nodes,
+                enable_private_endpoint=None if cluster.public_endpoint else True,
+            ),
+            master_authorized_networks_config=authorized_networks(cluster),
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True
+                )
             ),
             enable_shielded_nodes=True,
             enable_legacy_abac=False,

@@ -319,6 +319,24 @@ BAD_CONFIGS = [
         "an Artifact Registry repository ID",
     ),
     (
+        _set("trainyard:cluster", "privateNodes", False),
+        "trainyard:cluster.publicEndpoint",
+        "false",
+        "needs privateNodes: GKE closes the IP endpoint only on clusters with private nodes",
+    ),
+    (
+        _set("trainyard:cluster", "authorizedNetworks", [{"name": "office", "cidr": "203.0.113.0/24"}]),
+        "trainyard:cluster.authorizedNetworks",
+        '["203.0.113.0/24"]',
+        "would admit nothing: the public IP endpoint is closed",
+    ),
+    (
+        _set("trainyard:cluster", "authorizedNetworks", [{"name": "office", "cidr": "203.0.113.0/33"}]),
+        "trainyard:cluster.authorizedNetworks[0].cidr",
+        '"203.0.113.0/33"',
+        "",
+    ),
+    (
         _set("trainyard:tpuslices", []),
         "trainyard:tpuslices",
         "",

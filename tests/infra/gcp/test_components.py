@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from components.facts import gke
+from components.infra.cluster import kubeconfig
 from tests.infra.helpers.plans import one
 
 STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
@@ -36,7 +38,10 @@ def test_pools_depend_on_the_cluster(dev_plan):
 
 def test_kubernetes_objects_use_the_cluster_provider(dev_plan):
     provider = next(r.urn for r in dev_plan.resources if r.type == "pulumi:providers:kubernetes")
-    assert one(dev_plan, "pulumi:providers:kubernetes", "cluster-k8s") == {"kubeconfig": "[secret]"}
+    assert one(dev_plan, "pulumi:providers:kubernetes", "cluster-k8s") == {
+        "kubeconfig": "[secret]",
+        "clusterIdentifier": "trainyard-dev/us-east5-b/trainyard-dev",
+    }
     for resource in dev_plan.resources:
         if resource.type.startswith("kubernetes:"):
             assert resource.provider == provider
@@ -114,6 +119,8 @@ def test_workload_identity_principal_gets_object_user(dev_plan):
 
 
 def test_outputs(dev_plan):
+    dns_endpoint = dev_plan.outputs.pop("clusterDnsEndpoint")
+    assert re.fullmatch(r"gke-[0-9a-f]{32}-123456789012\.us-east5\.gke\.goog", dns_endpoint)
     assert dev_plan.outputs == {
         "clusterName": "trainyard-dev",
         "clusterEndpoint": "203.0.113.10",
@@ -123,6 +130,7 @@ def test_outputs(dev_plan):
         "gpuPools": ["gpu-nodepool-dws"],
         "getCredentials": (
             "gcloud container clusters get-credentials trainyard-dev --location us-east5-b --project trainyard-dev"
+            " --dns-endpoint"
         ),
     }
 
@@ -202,8 +210,41 @@ def test_private_nodes_egress_through_cloud_nat_on_the_primary_vpc(dev_plan):
 
 
 def test_public_nodes_make_no_nat(plan_with):
-    plan = plan_with(lambda values: values["trainyard:cluster"].update(privateNodes=False))
+    office = {"name": "office", "cidr": "203.0.113.0/24"}
+    plan = plan_with(
+        lambda values: values["trainyard:cluster"].update(
+            privateNodes=False, publicEndpoint=True, authorizedNetworks=[office]
+        )
+    )
     assert one(plan, "gcp:container/cluster:Cluster", "trainyard-dev")["privateClusterConfig"] == {
         "enablePrivateNodes": False
     }
     assert not plan.of_type(gke.ROUTER_NAT_TYPE) and not plan.of_type(gke.ROUTER_TYPE)
+
+
+def test_the_control_plane_ip_endpoint_is_closed_and_the_dns_endpoint_checks_iam(dev_plan):
+    cluster = one(dev_plan, gke.CLUSTER_TYPE, "trainyard-dev")
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
+    assert "masterAuthorizedNetworksConfig" not in cluster
+    assert cluster["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+
+
+def test_a_public_ip_endpoint_admits_only_the_configured_ranges(plan_with):
+    def public(values):
+        office = {"name": "office", "cidr": "203.0.113.0/24"}
+        values["trainyard:cluster"].update(publicEndpoint=True, authorizedNetworks=[office])
+
+    cluster = one(plan_with(public), gke.CLUSTER_TYPE, "trainyard-dev")
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True}
+    assert cluster["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [{"displayName": "office", "cidrBlock": "203.0.113.0/24"}],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
+
+
+def test_the_kubeconfig_reaches_the_dns_endpoint_through_the_gcloud_plugin():
+    config = json.loads(kubeconfig("trainyard-dev", "gke-abc-1.us-east5.gke.goog"))
+    assert config["clusters"] == [
+        {"name": "trainyard-dev", "cluster": {"server": "https://gke-abc-1.us-east5.gke.goog"}}
+    ]
+    assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"

@@ -39,6 +39,20 @@ def without(name: str) -> Callable[[], Stack]:
     return lambda: [item for item in fx.good_stack() if item["name"] != name]
 
 
+def public_endpoint(*blocks: str, google_cloud: bool = False) -> Callable[[], Stack]:
+    """The dev cluster with its IP endpoint public, admitting ``blocks`` (no list at all when given None)."""
+
+    def build() -> Stack:
+        cluster = fx.changed(fx.cluster(), "privateClusterConfig.enablePrivateEndpoint", False)
+        authorized = {
+            "cidrBlocks": [{"displayName": f"range-{i}", "cidrBlock": cidr} for i, cidr in enumerate(blocks)],
+            "gcpPublicCidrsAccessEnabled": google_cloud,
+        }
+        return fx.replace(fx.good_stack(), fx.changed(cluster, "masterAuthorizedNetworksConfig", authorized))
+
+    return build
+
+
 def dcn_attached_to_a_pool(firewall: bool) -> Callable[[], Stack]:
     """The first DCN VPC as a pool's node network, its subnet, and (or not) the ingress rule from it."""
 
@@ -172,7 +186,22 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     ("basic auth", edit("trainyard-dev", "masterAuth.username", "admin"), {"cluster-no-legacy-auth"}),
     ("shielded nodes off", edit("trainyard-dev", "enableShieldedNodes", False), {"cluster-shielded-nodes"}),
     ("public nodes", edit("trainyard-dev", "privateClusterConfig.enablePrivateNodes", False), {"nodes-private"}),
-    ("private nodes unset", edit("trainyard-dev", "privateClusterConfig", fx.DELETE), {"nodes-private"}),
+    (
+        "no private cluster config",
+        edit("trainyard-dev", "privateClusterConfig", fx.DELETE),
+        {"nodes-private", "control-plane-not-open"},
+    ),
+    (
+        "public endpoint without authorized networks",
+        edit("trainyard-dev", "privateClusterConfig.enablePrivateEndpoint", False),
+        {"control-plane-not-open"},
+    ),
+    ("public endpoint for the internet", public_endpoint("203.0.113.0/24", "0.0.0.0/0"), {"control-plane-not-open"}),
+    (
+        "public endpoint for every GCP VM",
+        public_endpoint("203.0.113.0/24", google_cloud=True),
+        {"control-plane-not-open"},
+    ),
     ("pool opts out of private nodes", edit(GPU_POOL, "networkConfig.enablePrivateNodes", False), {"nodes-private"}),
     (
         "pool on GCE metadata",
@@ -573,6 +602,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         None,
     ),
     ("workers select GKE-managed node labels", metadata_selecting_stack, None),
+    ("public endpoint for an office", public_endpoint("203.0.113.0/24"), None),
     ("regions allowed", fx.good_stack, {"allowed-regions": {"allowedRegions": ["us-east5", "US-EAST5"]}}),
     (
         "spot GPU pool",
@@ -614,6 +644,13 @@ def test_advisories_do_not_block():
     stack = fx.replace(stack, fx.changed(fx.system_pool(), "autoscaling", {"totalMinNodeCount": 3.0}))
     assert fired(stack) == set()
     assert fired(stack, level="advisory") == {"cluster-deletion-protection-off", "pool-has-max-size"}
+
+
+def test_a_public_endpoint_without_ranges_is_an_advisory():
+    assert fired(public_endpoint()()) == set()
+    assert fired(public_endpoint()(), level="advisory") == {"public-endpoint-names-its-ranges"}
+    assert fired(public_endpoint("203.0.113.0/24")(), level="advisory") == set()
+    assert fired(fx.good_stack(), level="advisory") == set()
 
 
 def test_budget_is_advisory_unless_configured_mandatory():
