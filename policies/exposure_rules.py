@@ -75,3 +75,20 @@ def public_endpoint_names_its_ranges(args: ResourceValidationArgs, report_violat
         report_violation(
             f"cluster '{args.name}': the public IP endpoint admits no range (authorizedNetworks is empty).", None
         )
+
+
+def pools_secure_boot(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every node pool boots with secure boot and integrity monitoring.
+
+    Secure boot refuses a boot chain or kernel module that is not signed, so a privileged pod cannot leave a
+    rootkit that survives the node's reboot. GKE leaves it off unless asked; its own GPU drivers are signed,
+    so only a self-compiled driver needs it off (docs/cloud-facts.md: shielded nodes).
+    """
+    if args.resource_type != NODE_POOL_TYPE:
+        return
+    for setting in ("enableSecureBoot", "enableIntegrityMonitoring"):
+        value = lookup(args.props, f"nodeConfig.shieldedInstanceConfig.{setting}")
+        if is_unknown(value) or value is True or (setting == "enableIntegrityMonitoring" and value is None):
+            continue
+        shown = "unset (GKE default false)" if value is None else repr(value)
+        report_violation(f"pool '{args.name}': nodeConfig.shieldedInstanceConfig.{setting} is {shown}.", None)

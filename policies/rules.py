@@ -125,6 +125,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.cluster_no_legacy_auth),
     resource_policy(gcp_rules.cluster_shielded_nodes),
     resource_policy(exposure_rules.nodes_private),
+    resource_policy(exposure_rules.pools_secure_boot),
     resource_policy(exposure_rules.control_plane_not_open),
     resource_policy(gcp_rules.pools_use_gke_metadata_server),
     resource_policy(gcp_rules.bucket_uniform_access),

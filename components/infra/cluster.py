@@ -183,12 +183,6 @@ class Cluster(pulumi.ComponentResource):
                 min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
             ),
             management=node_pools.management("onDemand"),
-            node_config=node_pools.node_config(
-                pool.machine_type,
-                identities.email["system"],
-                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True
-                ),
-            ),
+            node_config=node_pools.node_config(pool.machine_type, identities.email["system"]),
             opts=fixed_name_options(self, depends_on=[identities.ready["system"]]),
         )

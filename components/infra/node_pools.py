@@ -36,14 +36,18 @@ def node_config(
     reservation: str | None = None,
     **extra: object,
 ) -> gcp.container.NodePoolNodeConfigArgs:
-    """The role's own service account, Workload Identity's metadata server, gVNIC and the cloud-platform scope
-    on every node (with a least-privilege account, GKE recommends that scope and lets IAM decide)."""
+    """The role's own service account, Workload Identity's metadata server, gVNIC, secure boot and the
+    cloud-platform scope on every node (with a least-privilege account, GKE recommends that scope and lets IAM
+    decide). Secure boot holds on TPU and GPU nodes too: GKE's drivers are signed (docs/cloud-facts.md)."""
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine_type,
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
         spot=True if capacity == "spot" else None,
         flex_start=True if is_flex_start(capacity) else None,
         reservation_affinity=reservation_affinity(capacity, reservation),

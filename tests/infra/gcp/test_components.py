@@ -248,3 +248,11 @@ def test_the_kubeconfig_reaches_the_dns_endpoint_through_the_gcloud_plugin():
         {"name": "trainyard-dev", "cluster": {"server": "https://gke-abc-1.us-east5.gke.goog"}}
     ]
     assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+
+
+def test_every_pool_boots_securely(dev_plan):
+    pools = dev_plan.of_type(gke.NODE_POOL_TYPE)
+    assert {pool.name for pool in pools} == {"system", "v6e-16-0", "v6e-16-1", "gpu-nodepool-dws"}
+    for pool in pools:
+        shielded = pool.inputs["nodeConfig"]["shieldedInstanceConfig"]
+        assert shielded == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}, pool.name

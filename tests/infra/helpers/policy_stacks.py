@@ -98,6 +98,7 @@ def _node_config(machine_type: str, **extra: Any) -> dict[str, Any]:
         "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
         "gvnic": {"enabled": True},
         "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        "shieldedInstanceConfig": {"enableSecureBoot": True, "enableIntegrityMonitoring": True},
         **extra,
     }
 

@@ -202,6 +202,12 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         public_endpoint("203.0.113.0/24", google_cloud=True),
         {"control-plane-not-open"},
     ),
+    ("slice without secure boot", edit(SLICE, "nodeConfig.shieldedInstanceConfig", fx.DELETE), {"pools-secure-boot"}),
+    (
+        "GPU pool without integrity monitoring",
+        edit(GPU_POOL, "nodeConfig.shieldedInstanceConfig.enableIntegrityMonitoring", False),
+        {"pools-secure-boot"},
+    ),
     ("pool opts out of private nodes", edit(GPU_POOL, "networkConfig.enablePrivateNodes", False), {"nodes-private"}),
     (
         "pool on GCE metadata",
