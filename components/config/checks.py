@@ -107,6 +107,7 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _zone_problems(config)
     yield from _version_problems(config)
     yield from _control_plane_problems(config)
+    yield from _secrets_key_problems(config)
     yield from _tpu_problems(config)
     yield from _gpu_problems(config)
     yield from _pool_name_problems(config)
@@ -159,6 +160,16 @@ def _control_plane_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "trainyard:cluster.authorizedNetworks",
             [str(network.cidr) for network in cluster.authorized_networks],
             "would admit nothing: the public IP endpoint is closed (allowed: publicEndpoint: true, or no ranges)",
+        )
+
+
+def _secrets_key_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    location = config.cluster.secrets_key_location
+    if location is not None and location != config.region:
+        yield ConfigProblem(
+            "trainyard:cluster.secretsEncryptionKey",
+            config.cluster.secrets_encryption_key,
+            f"is in {location}; GKE needs a key in the cluster's region (allowed: a key in {config.region})",
         )
 
 

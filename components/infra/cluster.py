@@ -15,6 +15,12 @@ from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Network
 from components.infra.node_identity import NodeIdentities
 
 SYSTEM_POOL_NAME = "system"
+SECRETS_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+
+
+def gke_service_agent(project_number: str) -> str:
+    """The Google-managed account GKE's control plane acts as in the project (it calls KMS for etcd)."""
+    return f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com"
 
 
 def kubeconfig(name: str, dns_endpoint: str) -> str:
@@ -87,7 +93,8 @@ class Cluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
-        self.cluster = self._cluster(config, networks)
+        key_grant = self._secrets_key_grant(config)
+        self.cluster = self._cluster(config, networks, [d for d in (networks.nat, key_grant) if d is not None])
         self.system_pool = self._system_pool(config, identities)
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(dns_endpoint_of)
         self.kubeconfig = pulumi.Output.secret(
@@ -110,7 +117,23 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
-    def _cluster(self, config: StackConfig, networks: Networks) -> gcp.container.Cluster:
+    def _secrets_key_grant(self, config: StackConfig) -> gcp.kms.CryptoKeyIAMMember | None:
+        """GKE's service agent may encrypt and decrypt with the secrets key; without it the cluster fails."""
+        key = config.cluster.secrets_encryption_key
+        if key is None:
+            return None
+        project_number = gcp.organizations.get_project_output(project_id=config.project).number
+        return gcp.kms.CryptoKeyIAMMember(
+            f"{config.cluster.name}-secrets-key-gke",
+            crypto_key_id=key,
+            role=SECRETS_KEY_ROLE,
+            member=project_number.apply(gke_service_agent),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _cluster(
+        self, config: StackConfig, networks: Networks, depends_on: list[pulumi.Resource]
+    ) -> gcp.container.Cluster:
         cluster = config.cluster
         return gcp.container.Cluster(
             cluster.name,
@@ -167,8 +190,14 @@ class Cluster(pulumi.ComponentResource):
                     issue_client_certificate=False
                 )
             ),
-            # Private nodes pull from outside Google through the NAT from their first boot.
-            opts=fixed_name_options(self, depends_on=[networks.nat] if networks.nat else None),
+            database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
+                state="ENCRYPTED", key_name=cluster.secrets_encryption_key
+            )
+            if cluster.secrets_encryption_key
+            else None,
+            # Private nodes pull from outside Google through the NAT from their first boot; a secrets key must
+            # be usable by GKE before the cluster is created.
+            opts=fixed_name_options(self, depends_on=depends_on),
         )
 
     def _system_pool(self, config: StackConfig, identities: NodeIdentities) -> gcp.container.NodePool:

@@ -337,6 +337,18 @@ BAD_CONFIGS = [
         "",
     ),
     (
+        _set("trainyard:cluster", "secretsEncryptionKey", "projects/p-kms1/locations/us/keyRings/r/cryptoKeys/k"),
+        "trainyard:cluster.secretsEncryptionKey",
+        '"projects/p-kms1/locations/us/keyRings/r/cryptoKeys/k"',
+        "is in us; GKE needs a key in the cluster's region (allowed: a key in us-east5)",
+    ),
+    (
+        _set("trainyard:cluster", "secretsEncryptionKey", "my-key"),
+        "trainyard:cluster.secretsEncryptionKey",
+        '"my-key"',
+        "projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
+    ),
+    (
         _set("trainyard:tpuslices", []),
         "trainyard:tpuslices",
         "",

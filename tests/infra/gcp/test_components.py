@@ -256,3 +256,25 @@ def test_every_pool_boots_securely(dev_plan):
     for pool in pools:
         shielded = pool.inputs["nodeConfig"]["shieldedInstanceConfig"]
         assert shielded == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}, pool.name
+
+
+SECRETS_KEY = "projects/trainyard-kms/locations/us-east5/keyRings/gke/cryptoKeys/etcd"
+
+
+def test_secrets_are_encrypted_with_the_configured_key_gke_may_use(plan_with):
+    plan = plan_with(lambda values: values["trainyard:cluster"].update(secretsEncryptionKey=SECRETS_KEY))
+    cluster = one(plan, gke.CLUSTER_TYPE, "trainyard-dev")
+    assert cluster["databaseEncryption"] == {"state": "ENCRYPTED", "keyName": SECRETS_KEY}
+    grant = one(plan, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember", "trainyard-dev-secrets-key-gke")
+    assert grant == {
+        "cryptoKeyId": SECRETS_KEY,
+        "role": "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+        "member": "serviceAccount:service-123456789012@container-engine-robot.iam.gserviceaccount.com",
+    }
+    grant_urn = next(r.urn for r in plan.resources if r.name == "trainyard-dev-secrets-key-gke")
+    assert grant_urn in next(r for r in plan.resources if r.name == "trainyard-dev").dependencies
+
+
+def test_without_a_key_secrets_use_google_managed_encryption(dev_plan):
+    assert "databaseEncryption" not in one(dev_plan, gke.CLUSTER_TYPE, "trainyard-dev")
+    assert not dev_plan.of_type("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
