@@ -11,7 +11,6 @@ from components.facts.images import PINNED_WORDS, pin_problem
 from policies.props import as_number, entries, is_true, is_unknown, items, lookup
 from policies.workloads import (
     BATCH_KINDS,
-    accelerator_requests,
     annotations_of,
     containers,
     kind_of,
@@ -31,13 +30,13 @@ DEFAULT_MAX_AWAIT_SECONDS = 600
 HOST_LEVEL_WORKLOADS = (f"{NCCL_INSTALLER_NAMESPACE}/{NCCL_INSTALLER_NAME}",)
 
 
-def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Privileged containers only in pods that ask for accelerators, or in workloads the pack config names.
+def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Privileged containers only in workloads the pack config names (allowedPrivileged).
 
-    TPU runtimes and GPUDirect RDMA (gIB) need device access that GKE only grants privileged containers;
-    anywhere else privilege is a node takeover waiting to happen. Selecting accelerator nodes by label is not
-    enough (any pod can do that); a pod must request google.com/tpu or nvidia.com/gpu, or its workload must be
-    listed as namespace/name in allowedPrivileged.
+    No trainer needs privilege on the GKE versions trainyard supports: TPU containers do not from GKE 1.28,
+    and A4 pods reach their GPUs and RDMA NICs through the device plugin and multi-networking
+    (docs/cloud-facts.md: privileges). Anywhere else privilege is a node takeover waiting to happen, and asking
+    for an accelerator does not change that.
     """
     kind = kind_of(args.resource_type)
     if kind is None:
@@ -46,13 +45,11 @@ def privileged_only_on_accelerator_pods(args: ResourceValidationArgs, report_vio
     if workload in args.get_config().get("allowedPrivileged", list(HOST_LEVEL_WORKLOADS)):
         return
     for template in pod_templates(kind, args.props):
-        if accelerator_requests(template.spec):
-            continue
         for container in containers(template.spec):
             if is_true(lookup(container, "securityContext.privileged")):
                 report_violation(
                     f"{kind} '{workload}' {template.where}: container '{lookup(container, 'name')}' is privileged "
-                    "but the pod requests no accelerators and the workload is not in allowedPrivileged.",
+                    "and the workload is not in allowedPrivileged.",
                     None,
                 )
 

@@ -9,7 +9,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   tpu-queued-provisioning   {"allowTpuQueuedProvisioning": true}
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
-  privileged-only-on-accelerator-pods {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
+  privileged-only-where-allowed {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
   host-access-only-where-allowed {"allowedHostAccess": ["kube-system/nccl-rdma-installer"]}
 """
 
@@ -103,7 +103,7 @@ def workload_list_config(key: str, allowed: str) -> PolicyConfigSchema:
     )
 
 
-PRIVILEGED_CONFIG = workload_list_config("allowedPrivileged", "be privileged without requesting accelerators")
+PRIVILEGED_CONFIG = workload_list_config("allowedPrivileged", "run privileged containers")
 HOST_ACCESS_CONFIG = workload_list_config("allowedHostAccess", "use hostPID, hostNetwork, hostIPC or write hostPaths")
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
@@ -136,7 +136,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
     resource_policy(identity_rules.no_sensitive_roles_for_broad_members),
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
-    resource_policy(kube_rules.privileged_only_on_accelerator_pods, config=PRIVILEGED_CONFIG),
+    resource_policy(kube_rules.privileged_only_where_allowed, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
     resource_policy(kube_rules.no_secret_literals),
     resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),

@@ -23,6 +23,7 @@ from components.facts.gke import (
     TPU_RESOURCE,
     WORKLOAD_LABEL,
 )
+from components.jobs.pod_security import FUSE_OWNER_OPTIONS, POD_TOKEN, container_security, pod_security
 from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
 from components.kube.revision import retained, revision_name
 from components.kube.workload_code import WorkloadCode
@@ -33,7 +34,7 @@ DATA_MOUNT = "/data"
 OUTPUT_DIR = f"{DATA_MOUNT}/maxtext"
 TRAINER_MODULE = "workloads.maxtext.train"
 # The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
-GCS_FUSE_MOUNT_OPTIONS = "implicit-dirs,uid=1000,gid=1000,dir-mode=775,file-mode=664,file-cache:max-size-mb:-1"
+GCS_FUSE_MOUNT_OPTIONS = f"implicit-dirs,{FUSE_OWNER_OPTIONS},file-cache:max-size-mb:-1"
 METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
 HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 
@@ -127,7 +128,12 @@ class RayPods:
         ]
 
     def _pod(self, spec: dict) -> dict:
-        base = {"serviceAccountName": self._config.storage.service_account, "volumes": self._volumes()}
+        base = {
+            "serviceAccountName": self._config.storage.service_account,
+            **POD_TOKEN,
+            "securityContext": pod_security(),
+            "volumes": self._volumes(),
+        }
         return {"metadata": {"annotations": dict(GCS_FUSE_ANNOTATIONS)}, "spec": {**base, **spec}}
 
     def _head_template(self) -> dict:
@@ -140,6 +146,7 @@ class RayPods:
                 "limits": {"memory": ray.head_memory},
                 "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},
             },
+            "securityContext": container_security(),
             "volumeMounts": self._mounts(),
         }
         return self._pod({"containers": [container], "nodeSelector": dict(METADATA_SERVER_SELECTOR)})
@@ -157,7 +164,7 @@ class RayPods:
                 "requests": {"cpu": ray.worker_cpu, "memory": ray.worker_memory, TPU_RESOURCE: chips},
             },
             "env": self._worker_env(highest, elastic, claims),
-            "securityContext": {"privileged": True},
+            "securityContext": container_security(),
             "volumeMounts": self._mounts(),
         }
         spec: dict = {

@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
+from components.jobs.pod_security import container_security, pod_security, snake
 from components.jobs.torch_workloads import (
     RDZV_PORT,
     host_library_mounts,
@@ -21,6 +22,12 @@ from components.jobs.torch_workloads import (
     rdma_pod_annotations,
 )
 from components.kube.workload_target import WorkloadTarget
+
+# The smoke images (JAX's, NVIDIA's) run as their own root user: no uid to switch to, still no capabilities.
+THIRD_PARTY_POD = {
+    "automount_service_account_token": False,
+    "security_context": k8s.core.v1.PodSecurityContextArgs(**snake(pod_security(run_as=None))),
+}
 
 SCRIPT_DIR = "/smoke"
 ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data.
@@ -132,14 +139,18 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 k8s.core.v1.ContainerPortArgs(container_port=8471),
                 k8s.core.v1.ContainerPortArgs(container_port=8431),
             ],
-            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={TPU_RESOURCE: chips}, limits={TPU_RESOURCE: chips}
             ),
         )
         pod = k8s.core.v1.PodTemplateSpecArgs(
             spec=k8s.core.v1.PodSpecArgs(
-                subdomain=job_name, restart_policy="Never", node_selector=tpu.node_selector, containers=[container]
+                subdomain=job_name,
+                restart_policy="Never",
+                node_selector=tpu.node_selector,
+                containers=[container],
+                **THIRD_PARTY_POD,
             )
         )
         return self._indexed_job(job_name, tpu.vms, pod, [])
@@ -169,7 +180,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
             env=[k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in env.items()],
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
             resources=k8s.core.v1.ResourceRequirementsArgs(requests={GPU_RESOURCE: gpus}, limits={GPU_RESOURCE: gpus}),
-            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=SCRIPT_DIR)],
         )
         volumes = [
@@ -187,6 +198,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],
+                **THIRD_PARTY_POD,
             ),
         )
         return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script])

@@ -28,6 +28,7 @@ from components.facts.gke import (
     SKIP_AWAIT,
     WORKLOAD_LABEL,
 )
+from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.kube.revision import FINISHED_TTL_SECONDS, retained, revision_name
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
@@ -38,7 +39,8 @@ DATA_MOUNT = "/data"
 CACHE_MOUNT = "/cache"  # an emptyDir on the node's local SSDs: the model download (~140 GB for 70B) and caches
 HF_TOKEN_SECRET_KEY = "token"
 GCS_FUSE_MOUNT_OPTIONS = (
-    "implicit-dirs,file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
+    f"implicit-dirs,{FUSE_OWNER_OPTIONS},"
+    "file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
     "file-cache:max-parallel-downloads:-1,file-cache:download-chunk-size-mb:10,file-cache:max-size-mb:-1"
 )
 
@@ -207,7 +209,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             env=env,
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
             resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
-            security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
+            security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[
                 *host_library_mounts(),
                 k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT),
@@ -226,6 +228,8 @@ class TorchWorkloads(pulumi.ComponentResource):
                 restart_policy="Never",  # what a podFailurePolicy needs; a restart is a new pod that resumes
                 termination_grace_period_seconds=job.grace_seconds,
                 service_account_name=self._config.storage.service_account,
+                automount_service_account_token=False,
+                security_context=k8s.core.v1.PodSecurityContextArgs(**snake(pod_security())),
                 node_selector={GPU_ACCELERATOR_LABEL: pool.machine.accelerator},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=[

@@ -220,11 +220,10 @@ def _kube(
 
 
 def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
-    """The torchrun Indexed Job on the DWS pool: queued by Kueue, suspended, skipAwait, privileged GPU pods."""
+    """The torchrun Indexed Job on the DWS pool: queued by Kueue, suspended, skipAwait, GPU pods."""
     container = {
         "name": "trainer",
         "image": "us-east5-docker.pkg.dev/trainyard-dev/trainyard/fsdp:0123456789abcdef",
-        "securityContext": {"privileged": True},
         "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}},
     }
     return _kube(
@@ -268,7 +267,6 @@ def _tpu_worker_group(replicas: float = 2.0, hosts: float = 4.0, chips: str = "4
                     {
                         "name": "ray-worker",
                         "image": "rayproject/ray:2.55.0",
-                        "securityContext": {"privileged": True},
                         "resources": {"limits": {"google.com/tpu": chips}, "requests": {"google.com/tpu": chips}},
                     }
                 ],

@@ -13,7 +13,9 @@ import zipfile
 
 import pytest
 
+from components.jobs.pod_security import TRAINER_UID
 from components.kube import workload_code
+from policies.workloads import pod_templates
 from tests.infra.helpers.plans import PROJECT_DIR, everything_on, manifest
 from tests.infra.helpers.trainer_repo import commit_tiny_trainers
 from workloads.fsdp.config import parse_config
@@ -259,3 +261,41 @@ def test_smoke_jobs(full_plan):
     command = nccl["spec"]["template"]["spec"]["containers"][0]["command"][2]
     assert "--nproc_per_node=8" in command and command.endswith("/smoke/allgather.py")
     assert "allgather.py" in manifest(full_plan, "ConfigMap", "smoke-scripts")["data"]
+
+
+def workload_pods(plan):
+    """(object name, pod spec) of every pod the workload namespace would run."""
+    return [
+        (m["metadata"]["name"], template.spec)
+        for m in plan.manifests
+        if m["metadata"].get("namespace") == "trainyard"
+        for template in pod_templates(m["kind"], m)
+    ]
+
+
+def test_no_workload_pod_is_privileged_or_holds_capabilities_or_a_token(full_plan):
+    pods = workload_pods(full_plan)
+    names = " ".join(name for name, _ in pods)
+    for workload in ("llama31-70b-fsdp-", "llama3-8b-", "maxtext", "smoke-jax-v6e-16", "smoke-nccl-gpu-nodepool-dws"):
+        assert workload in names
+    for name, pod in pods:
+        assert pod["automountServiceAccountToken"] is False, name
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for container in pod["containers"]:
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            }, name
+
+
+def test_the_trainers_run_as_the_uid_their_images_and_bucket_mounts_use(full_plan):
+    trainer_pods = [(n, p) for n, p in workload_pods(full_plan) if not n.startswith("smoke-")]
+    assert trainer_pods
+    for name, pod in trainer_pods:
+        context = pod["securityContext"]
+        assert context["runAsNonRoot"] is True and context["runAsUser"] == TRAINER_UID, name
+        fuse = next(v for v in pod["volumes"] if v["name"] == "gcs-fuse-csi-ephemeral")
+        assert f"uid={TRAINER_UID}" in fuse["csi"]["volumeAttributes"]["mountOptions"].split(","), name
+    dockerfile = (PROJECT_DIR / "workloads" / "fsdp" / "Dockerfile").read_text()
+    assert re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE) == [f"{TRAINER_UID}:{TRAINER_UID}"]
+    assert "FROM rayproject/ray:" in (PROJECT_DIR / "workloads" / "maxtext" / "Dockerfile").read_text()

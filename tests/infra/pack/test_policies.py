@@ -269,7 +269,21 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         add(lambda: fx.resource("gcp:serviceaccount/key:Key", "runner-key", {"serviceAccountId": "runner"})),
         {"no-service-account-keys"},
     ),
-    ("privileged web pod", add(plain_deployment), {"privileged-only-on-accelerator-pods"}),
+    ("privileged web pod", add(plain_deployment), {"privileged-only-where-allowed"}),
+    (
+        "privileged TPU worker",
+        edit(
+            "maxtext",
+            "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.containers.0.securityContext",
+            {"privileged": True},
+        ),
+        {"privileged-only-where-allowed"},
+    ),
+    (
+        "privileged trainer",
+        edit("fsdp-finetune", "spec.template.spec.containers.0.securityContext", {"privileged": True}),
+        {"privileged-only-where-allowed"},
+    ),
     (
         "privileged DaemonSet that only selects GPU nodes",
         add(
@@ -293,7 +307,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
                 "DaemonSet",
             )
         ),
-        {"privileged-only-on-accelerator-pods"},
+        {"privileged-only-where-allowed"},
     ),
     ("job without skipAwait", edit("fsdp-finetune", "metadata.annotations", {}), {"long-running-jobs-skip-await"}),
     ("rayjob without skipAwait", edit("maxtext", "metadata.annotations", fx.DELETE), {"long-running-jobs-skip-await"}),
@@ -556,7 +570,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     (
         "privileged web pod named in the pack config",
         add(plain_deployment),
-        {"privileged-only-on-accelerator-pods": {"allowedPrivileged": ["default/web"]}},
+        {"privileged-only-where-allowed": {"allowedPrivileged": ["default/web"]}},
     ),
     (
         "token from a Secret, paths and flags as literals",
