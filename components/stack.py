@@ -17,6 +17,7 @@ from components.jobs.smoke_workloads import SmokeWorkloads
 from components.jobs.torch_workloads import TorchWorkloads
 from components.kube.dranet import Dranet
 from components.kube.kueue import Kueue
+from components.kube.network_policies import WorkloadNetworkPolicies
 from components.kube.rdma import Rdma
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_namespace import WorkloadNamespace
@@ -36,6 +37,9 @@ class TrainyardStack(pulumi.ComponentResource):
         self.storage = Storage("storage", config, child)
         self.workload_namespace = WorkloadNamespace(
             "workload-namespace", config, self.cluster.provider, former_parent=self.storage, opts=child
+        )
+        self.network_policies = WorkloadNetworkPolicies(
+            "network-policies", config, self.workload_namespace.namespace, self.cluster.provider, child
         )
         self.kueue = Kueue("kueue", config, self.cluster.provider, self.workload_namespace.namespace, child)
         self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None

@@ -1,0 +1,95 @@
+"""NetworkPolicies of the workloads' namespace: deny by default, then the flows the trainers need.
+
+Dataplane V2 enforces them (docs/cloud-facts.md: network policies). What stays open, and why:
+- every flow between the namespace's own pods: Ray's head and workers (GCS, object manager, worker ports are
+  dynamic), the RayJob submitter reaching the head, JAX's multislice coordinator, torchrun's rendezvous (29400)
+  and NCCL's socket bootstrap. The accelerator NICs (DCN, RDMA) are extra networks no NetworkPolicy governs.
+- the Ray head's dashboard port (8265, the job API) from the whole cluster: GKE hosts the KubeRay operator, which
+  polls job status there, and documents no source address to narrow it to.
+- scraping from Managed Service for Prometheus (`gmp-system`), which collects the Ray metrics.
+- egress to kube-dns, to the GKE metadata server (Workload Identity) and to addresses outside the cluster's pod
+  range: Hugging Face, PyPI and Google APIs (GCS FUSE) have no fixed addresses.
+Everything else from other namespaces (Ray's client port 10001 and GCS 6379, the rendezvous) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config.models import StackConfig
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every namespace
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_DASHBOARD_PORT = 8265
+GMP_NAMESPACE = "gmp-system"
+KUBE_DNS = {
+    "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
+# The GKE metadata server, which Workload Identity goes through: GKE's network policy page lists both.
+METADATA_SERVER = (("169.254.169.252/32", 988), ("169.254.169.254/32", 80))
+
+
+def tcp(port: int) -> dict[str, Any]:
+    return {"protocol": "TCP", "port": port}
+
+
+def policy_specs(config: StackConfig) -> dict[str, dict[str, Any]]:
+    """NetworkPolicy name -> spec, as Kubernetes JSON."""
+    everyone_here = {"podSelector": {}}
+    dns_ports = [{"protocol": "UDP", "port": 53}, tcp(53)]
+    outside_pods = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [str(config.network.pod_range)]}}
+    return {
+        "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        "allow-within-namespace": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [everyone_here]}],
+            "egress": [{"to": [everyone_here]}],
+        },
+        "allow-ray-dashboard": {
+            "podSelector": {"matchLabels": {RAY_NODE_TYPE_LABEL: "head"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [tcp(RAY_DASHBOARD_PORT)]}],
+        },
+        "allow-metrics-scraping": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: GMP_NAMESPACE}}}]}],
+        },
+        "allow-egress-dns-metadata-outside": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [KUBE_DNS], "ports": dns_ports},
+                *({"to": [{"ipBlock": {"cidr": cidr}}], "ports": [tcp(port)]} for cidr, port in METADATA_SERVER),
+                {"to": [outside_pods]},
+            ],
+        },
+    }
+
+
+class WorkloadNetworkPolicies(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        namespace: k8s.core.v1.Namespace,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("trainyard:k8s:WorkloadNetworkPolicies", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        self.policies = [
+            k8s.networking.v1.NetworkPolicy(
+                f"networkpolicy-{policy}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace.metadata.name),
+                spec=spec,
+                opts=child,
+            )
+            for policy, spec in policy_specs(config).items()
+        ]
+        self.register_outputs({"policies": list(policy_specs(config))})
