@@ -13,9 +13,10 @@ from pydantic import BaseModel, ValidationError
 
 from components.config.base import PATTERN_WORDS
 from components.config.job_checks import job_problems
-from components.config.models import NOT_A_CONFIG_KEY, StackConfig
+from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gcp_names, topology
+from components.facts.gke import FLEX_START_COMPACT_MACHINES
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
 PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the default 110 pods per node
@@ -212,6 +213,7 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 f"{path}.minNodes", pool.min_nodes, f"is above maxNodes (allowed: 0 to {pool.max_nodes})"
             )
+        yield from _compact_placement_problems(path, pool)
     rdma_needed = {pool.machine.rdma_nics for pool in config.gpu_pools if _known_gpu(pool.machine_type)}
     for needed in rdma_needed:
         if len(config.network.rdma_ranges) != needed:
@@ -220,6 +222,23 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 [str(r) for r in config.network.rdma_ranges],
                 f"has {len(config.network.rdma_ranges)} ranges (allowed: exactly {needed}, one per RDMA NIC)",
             )
+
+
+def _compact_placement_problems(path: str, pool: GpuPoolConfig) -> Iterator[ConfigProblem]:
+    if pool.compact_placement and pool.capacity == "dwsQueued":
+        yield ConfigProblem(
+            f"{path}.compactPlacement",
+            True,
+            'is refused with capacity "dwsQueued": GKE does not place queued-provisioning GPU pools compactly '
+            "(allowed: false or unset, or another capacity)",
+        )
+    if pool.compact and pool.capacity == "flexStart" and not pool.machine_type.startswith(FLEX_START_COMPACT_MACHINES):
+        yield ConfigProblem(
+            f"{path}.compactPlacement",
+            pool.compact_placement,
+            f"is refused for {pool.machine_type} on flex-start: compact placement with flex-start takes only "
+            f"{', '.join(m + '*' for m in FLEX_START_COMPACT_MACHINES)} (allowed: false)",
+        )
 
 
 def _known_gpu(machine_type: str) -> bool:

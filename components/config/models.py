@@ -156,6 +156,19 @@ class GpuPoolConfig(ConfigModel):
     """The reservation's name, with capacity reservation only."""
     gpu_driver_version: GpuDriverVersion = "DEFAULT"
     """The GPU driver GKE installs."""
+    compact_placement: bool | None = None
+    """Place the pool's VMs close together (a compact placement policy); unset: wherever the capacity mode
+    allows it, which is every mode but dwsQueued (queued provisioning refuses it)."""
+
+    @property
+    def compact(self) -> bool:
+        return self.capacity != "dwsQueued" if self.compact_placement is None else self.compact_placement
+
+    @property
+    def topology_labels(self) -> bool:
+        """GKE labels the nodes with their block, sub-block and host (what Kueue's TAS places by), except Spot
+        VMs outside a compact placement."""
+        return self.capacity != "spot" or self.compact
 
     @property
     def machine(self) -> topology.GpuMachine:

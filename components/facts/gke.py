@@ -79,6 +79,22 @@ ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"  # GKE's ProvisioningRequest class for DWS
+# Topology-Aware Scheduling: the labels GKE puts on A4/A3 nodes, widest first (block, sub-block, host), then the
+# node (https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas); the Topology's
+# name is the one GKE's guide and Cluster Toolkit use.
+TAS_TOPOLOGY = "gke-default"
+TOPOLOGY_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+TAS_LEVELS = (
+    TOPOLOGY_BLOCK_LABEL,
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+)
+# Compact placement on GPU pools: queued provisioning refuses it, and flex-start takes it only on these machine
+# families (Cluster Toolkit's gke-node-pool preconditions; GKE's docs state neither).
+FLEX_START_COMPACT_MACHINES = ("a3-ultragpu-", "a4-", "h4d-")
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 
 # Pulumi: jobs that wait for capacity or train for hours are submitted, not awaited.
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"

@@ -25,7 +25,9 @@ from components.facts.gke import (
     INTERFACES_ANNOTATION,
     JOB_NAME_POD_LABEL,
     MAX_RUN_ANNOTATION,
+    PREFERRED_TOPOLOGY_ANNOTATION,
     SKIP_AWAIT,
+    TOPOLOGY_BLOCK_LABEL,
     WORKLOAD_LABEL,
 )
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
@@ -108,6 +110,12 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
     unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
     command = " ".join(_shell_word(word) for word in torchrun)
     return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\nexec {command}\n"
+
+
+def topology(pool: GpuPoolConfig) -> dict[str, str]:
+    """Ask Kueue for one block, as a preference: a DWS request may come back spread over blocks, and a required
+    block would then leave the job unadmitted on nodes already paid for (docs/cloud-facts.md: TAS)."""
+    return {PREFERRED_TOPOLOGY_ANNOTATION: TOPOLOGY_BLOCK_LABEL} if pool.topology_labels else {}
 
 
 def gcs_fuse_volume(bucket: str, mount_options: str) -> k8s.core.v1.VolumeArgs:
@@ -221,7 +229,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         pod = k8s.core.v1.PodTemplateSpecArgs(
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 labels={WORKLOAD_LABEL: job.name},
-                annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run},
+                annotations={**rdma_pod_annotations(pool), **GCS_FUSE_ANNOTATIONS, **max_run, **topology(pool)},
             ),
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job.name,

@@ -39,6 +39,7 @@ class Flavor:
     accelerators_per_node: int = 0
     dws: bool = False  # the ProvisioningRequest admission check runs for it
     tolerations: list[dict[str, str]] = field(default_factory=list)
+    topology: str | None = None  # the Topology Kueue places the flavor's pods by (Topology-Aware Scheduling)
 
     def quota(self, resource: str) -> int | str:
         if resource == "cpu":
@@ -75,6 +76,7 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
                 machine=topology.machine_shape(pool.machine_type), accelerator=GPU_RESOURCE,
                 accelerators_per_node=pool.machine.gpus_per_vm, dws=queued,
                 tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
+                topology=gke.TAS_TOPOLOGY if pool.topology_labels else None,
             )
         )  # fmt: skip
     return flavors
@@ -155,7 +157,9 @@ class Kueue(pulumi.ComponentResource):
         release = self._release() if config.kueue.install else []
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=release)
         flavors = ordered_flavors(config)
-        objects = [self._flavor(flavor, crs) for flavor in flavors]
+        topologies = self._topologies(flavors, crs)
+        flavor_opts = pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=topologies))
+        objects = [*topologies, *(self._flavor(flavor, flavor_opts) for flavor in flavors)]
         objects += self._admission_check(flavors, crs)
         cluster_queue = self._custom("ClusterQueue", config.kueue.cluster_queue, cluster_queue_spec(config), crs)
         local_queue = self._custom(
@@ -187,8 +191,19 @@ class Kueue(pulumi.ComponentResource):
     def _elastic_jobs(self) -> bool:
         return any(job.elastic for job in self._config.jobs.enabled_maxtext)
 
+    def _topologies(self, flavors: list[Flavor], opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+        """GKE's block / sub-block / host / node levels, when a flavor places by them. A ClusterQueue whose TAS
+        flavor names a missing Topology admits nothing, so the flavors wait for it."""
+        names = sorted({flavor.topology for flavor in flavors if flavor.topology})
+        return [
+            self._custom("Topology", name, {"levels": [{"nodeLabel": label} for label in gke.TAS_LEVELS]}, opts)
+            for name in names
+        ]
+
     def _flavor(self, flavor: Flavor, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
         spec: dict = {"nodeLabels": flavor.node_labels}
+        if flavor.topology:
+            spec["topologyName"] = flavor.topology
         if flavor.tolerations:
             spec["tolerations"] = flavor.tolerations
         return self._custom("ResourceFlavor", flavor.name, spec, opts)

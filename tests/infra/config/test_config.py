@@ -349,6 +349,12 @@ BAD_CONFIGS = [
         "projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
     ),
     (
+        _set("trainyard:gpuPools", 0, "compactPlacement", True),
+        "trainyard:gpuPools[0].compactPlacement",
+        "true",
+        'is refused with capacity "dwsQueued": GKE does not place queued-provisioning GPU pools compactly',
+    ),
+    (
         _set("trainyard:tpuslices", []),
         "trainyard:tpuslices",
         "",

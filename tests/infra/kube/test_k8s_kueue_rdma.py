@@ -64,7 +64,7 @@ def test_kueue_objects_depend_on_the_pinned_release(dev_plan):
     assert chart["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and chart["version"] == "0.19.2"
     chart_urn = next(r.urn for r in dev_plan.resources if r.type == "kubernetes:helm.sh/v4:Chart")
     kueue_crs = [r for r in dev_plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
-    assert len(kueue_crs) == 7
+    assert len(kueue_crs) == 8  # the Topology, 3 flavors, the check and its config, the two queues
     assert all(chart_urn in r.dependencies for r in kueue_crs)
 
 
@@ -87,7 +87,8 @@ def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
         == "true"
     )
     assert manifest(plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"] == {
-        "nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}
+        "nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"},
+        "topologyName": "gke-default",  # Spot, placed compactly: its nodes carry the block labels
     }
 
 
@@ -155,3 +156,49 @@ def test_tpu_only_stack_has_no_rdma_objects(plan_with):
     kinds = {m["kind"] for m in plan_with(tpu_only).manifests}
     assert not kinds & {"GKENetworkParamSet", "Network", "DaemonSet", "Job"}
     assert "nvidia.com/gpu" not in json.dumps(manifest(plan_with(tpu_only), "ClusterQueue", "trainyard"))
+
+
+TAS_LEVELS = [
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+]
+
+
+def test_the_a4_flavor_places_by_gke_topology_and_the_fine_tune_prefers_one_block(dev_plan):
+    topology = manifest(dev_plan, "Topology", "gke-default")
+    assert topology["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert topology["spec"] == {"levels": [{"nodeLabel": label} for label in TAS_LEVELS]}
+    assert manifest(dev_plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"]["topologyName"] == "gke-default"
+    for tpu_or_cpu in ("v6e-16", "system"):
+        assert "topologyName" not in manifest(dev_plan, "ResourceFlavor", tpu_or_cpu)["spec"]
+    annotations = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-preferred-topology"] == "cloud.google.com/gce-topology-block"
+    assert "kueue.x-k8s.io/podset-required-topology" not in annotations
+    by_name = {r.name: r for r in dev_plan.resources}
+    assert by_name["topology-gke-default"].urn in by_name["resourceflavor-gpu-nodepool-dws"].dependencies
+
+
+def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_carry_the_labels(plan_with):
+    def pools(values):
+        values["trainyard:gpuPools"] = [
+            {"name": "a4-demand", "maxNodes": 2, "capacity": "onDemand"},
+            {"name": "a4-flex", "maxNodes": 2, "capacity": "flexStart"},
+            {"name": "a4-spot-spread", "maxNodes": 2, "capacity": "spot", "compactPlacement": False},
+            {"name": "a4-queued", "maxNodes": 2},
+        ]
+        values.pop("trainyard:jobs", None)  # the dev jobs name the dev pools
+
+    plan = plan_with(pools)
+    placement = {name: one(plan, "gcp:container/nodePool:NodePool", name).get("placementPolicy") for name in (
+        "a4-demand", "a4-flex", "a4-spot-spread", "a4-queued")}  # fmt: skip
+    assert placement == {
+        "a4-demand": {"type": "COMPACT"},
+        "a4-flex": {"type": "COMPACT"},
+        "a4-spot-spread": None,
+        "a4-queued": None,
+    }
+    topology = {name: manifest(plan, "ResourceFlavor", name)["spec"].get("topologyName") for name in placement}
+    assert topology == {"a4-demand": "gke-default", "a4-flex": "gke-default", "a4-spot-spread": None,
+                        "a4-queued": "gke-default"}  # fmt: skip
