@@ -146,6 +146,7 @@ POLICIES: list[Policy] = [
     stack_policy(stack_rules.ray_worker_groups_match_pools),
     stack_policy(stack_rules.jax_trainer_workers_match_slices),
     stack_policy(stack_rules.kueue_quotas_match_pools),
+    stack_policy(stack_rules.topology_requests_name_a_level),
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),

@@ -18,14 +18,16 @@ from components.facts.gke import (
     GPU_RESOURCE,
     NETWORK_TYPE,
     NODE_POOL_TYPE,
+    PREFERRED_TOPOLOGY_ANNOTATION,
     PROVISIONING_REQUEST_CONTROLLER,
     QUEUE_LABEL,
     QUEUED_PROVISIONING_CLASS,
+    REQUIRED_TOPOLOGY_ANNOTATION,
     SUBNETWORK_TYPE,
     TPU_RESOURCE,
 )
 from policies.pools import PoolFacts, stack_pools
-from policies.props import as_number, is_unknown, items, lookup, plain
+from policies.props import as_number, has_unknown, is_unknown, items, lookup, plain
 from policies.workloads import (
     BATCH_KINDS,
     RAY_KINDS,
@@ -306,6 +308,54 @@ def _flavor_problems(flavor: Any, flavors: Mapping[str, Any], pools: list[PoolFa
                 f"{sorted(p.name for p in matched)} hold {capacity} at maximum scale"
             )
     return problems
+
+
+TOPOLOGY_ANNOTATIONS = (PREFERRED_TOPOLOGY_ANNOTATION, REQUIRED_TOPOLOGY_ANNOTATION)
+
+
+def topology_requests_name_a_level(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """A pod template's Kueue topology request names a level of a Topology that a ResourceFlavor uses.
+
+    Kueue places such a PodSet only by a TAS flavor's Topology; a level no such Topology has (a typo, a
+    flavor without topologyName, a missing Topology object) leaves the workload unadmitted for good.
+    """
+    topologies = {object_name(r.props, r.name): r for r in _objects(args, "Topology")}
+    flavors = _objects(args, "ResourceFlavor")
+    if any(has_unknown(r.props) for r in (*topologies.values(), *flavors)):
+        return
+    used = {lookup(flavor.props, "spec.topologyName") for flavor in flavors}
+    levels = {
+        lookup(level, "nodeLabel")
+        for name, topology in topologies.items()
+        if name in used
+        for level in items(topology.props, "spec.levels")
+    }
+    for resource in args.resources:
+        if kind_of(resource.resource_type) is None:
+            continue
+        for annotation, level in _topology_requests(plain(resource.props)):
+            if not is_unknown(level) and level not in levels:
+                shown = ", ".join(sorted(levels)) or "none: no ResourceFlavor names an existing Topology"
+                report_violation(
+                    f"{kind_of(resource.resource_type)} '{resource.name}': {annotation} '{level}' is no level of a "
+                    f"Topology a ResourceFlavor uses (levels: {shown}).",
+                    resource.urn,
+                )
+
+
+def _topology_requests(value: Any) -> list[tuple[str, Any]]:
+    """(annotation, level) of every Kueue topology request in a pod template anywhere under `value`."""
+    found: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        annotations = lookup(value, "template.metadata.annotations")
+        if isinstance(annotations, dict):
+            found += [(key, annotations[key]) for key in TOPOLOGY_ANNOTATIONS if key in annotations]
+        for item in value.values():
+            found += _topology_requests(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _topology_requests(item)
+    return found
 
 
 def node_networks_allow_internal_ingress(args: StackValidationArgs, report_violation: ReportViolation) -> None:

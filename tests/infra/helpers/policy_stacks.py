@@ -20,6 +20,7 @@ UNKNOWN_STRING = UNKNOWN_STRING_VALUE
 ZONE = "us-east5-b"
 QUEUE = "dws-local-queue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+BLOCK = "cloud.google.com/gce-topology-block"
 
 
 def resource(type_: str, name: str, inputs: dict[str, Any], custom: bool = True) -> dict[str, Any]:
@@ -237,12 +238,13 @@ def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
             "suspend": True,
             "backoffLimit": 0.0,
             "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": BLOCK}},
                 "spec": {
                     "restartPolicy": "Never",
                     "subdomain": name,
                     "nodeSelector": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"},
                     "containers": [container],
-                }
+                },
             },
         },
         labels={QUEUE_LABEL: QUEUE},
@@ -296,13 +298,21 @@ def maxtext_rayjob(
 
 
 def kueue_objects(gpu_quota: float = 80.0) -> list[dict[str, Any]]:
-    """Kueue wiring for the DWS pool: flavor, ProvisioningRequestConfig, AdmissionCheck, queues."""
+    """Kueue wiring for the DWS pool: Topology, flavor, ProvisioningRequestConfig, AdmissionCheck, queues."""
+    levels = ["cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-host", "kubernetes.io/hostname"]
     return [
+        _kube(
+            "kueue.x-k8s.io/v1beta2",
+            "Topology",
+            "gke-default",
+            {"levels": [{"nodeLabel": label} for label in levels]},
+            namespace=None,
+        ),
         _kube(
             "kueue.x-k8s.io/v1beta2",
             "ResourceFlavor",
             "dws-flavor",
-            {"nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}},
+            {"nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"}, "topologyName": "gke-default"},
             namespace=None,
         ),
         _kube(

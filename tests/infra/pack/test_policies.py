@@ -309,6 +309,21 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         ),
         {"privileged-only-where-allowed"},
     ),
+    (
+        "a topology level no Topology has",
+        edit(
+            "fsdp-finetune",
+            "spec.template.metadata.annotations",
+            {"kueue.x-k8s.io/podset-required-topology": "cloud.google.com/gce-topology-rack"},
+        ),
+        {"topology-requests-name-a-level"},
+    ),
+    (
+        "TAS request on a flavor without topology",
+        edit("dws-flavor", "spec.topologyName", fx.DELETE),
+        {"topology-requests-name-a-level"},
+    ),
+    ("TAS flavor whose Topology is missing", without("gke-default"), {"topology-requests-name-a-level"}),
     ("job without skipAwait", edit("fsdp-finetune", "metadata.annotations", {}), {"long-running-jobs-skip-await"}),
     ("rayjob without skipAwait", edit("maxtext", "metadata.annotations", fx.DELETE), {"long-running-jobs-skip-await"}),
     ("CPU job without deadline", add(cpu_job), {"long-running-jobs-skip-await"}),
@@ -341,7 +356,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         edit("dws-flavor", "spec.nodeLabels", {"cloud.google.com/gke-nodepool": "nope"}),
         {"kueue-quotas-match-pools"},
     ),
-    ("flavor missing", without("dws-flavor"), {"kueue-quotas-match-pools"}),
+    ("flavor missing", without("dws-flavor"), {"kueue-quotas-match-pools", "topology-requests-name-a-level"}),
     (
         "worker group 2 hosts",
         edit("maxtext", "spec.rayClusterSpec.workerGroupSpecs.0.numOfHosts", 2.0),
