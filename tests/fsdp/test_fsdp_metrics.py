@@ -11,9 +11,10 @@ from transformers import AutoModelForCausalLM
 
 from workloads.fsdp.batching import collate
 from workloads.fsdp.config import TrainConfig
+from workloads.fsdp.flops import FlopModel
 from workloads.fsdp.loop import summed_token_loss
 from workloads.fsdp.lora import apply_lora
-from workloads.fsdp.metrics import FlopModel, MetricsLogger, StepRecord, detect_peak_flops, format_step_line
+from workloads.fsdp.metrics import MetricsLogger, StepRecord, detect_peak_flops, format_step_line
 
 
 def _counted_training_flops(model, rows: list[list[list[int]]], row_len: int) -> float:

@@ -10,8 +10,8 @@ from workloads.fsdp.checkpoint import Checkpointer
 from workloads.fsdp.config import TrainConfig
 from workloads.fsdp.data import TokenizedSplits, load_tokenizer, pad_token_id, prepare_splits
 from workloads.fsdp.distributed import DistInfo
+from workloads.fsdp.flops import FlopModel
 from workloads.fsdp.loop import Schedule, Trainer, build_optimizer
-from workloads.fsdp.metrics import FlopModel
 from workloads.fsdp.model import build_model
 
 

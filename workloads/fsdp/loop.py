@@ -16,7 +16,8 @@ from torch.distributed.tensor import DTensor
 
 from workloads.fsdp.batching import IGNORE_INDEX, BatchPlanner, DataPosition, MicroBatch
 from workloads.fsdp.checkpoint import Checkpointer, ModelAndOptimizer, SchedulerState
-from workloads.fsdp.metrics import FlopModel, MetricsLogger, StepRecord
+from workloads.fsdp.flops import FlopModel
+from workloads.fsdp.metrics import MetricsLogger, StepRecord
 
 
 def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float, total_steps: int, warmup_ratio: float):

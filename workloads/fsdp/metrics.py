@@ -1,55 +1,16 @@
-"""Honest throughput: FLOPs of useful tokens only (padding is not work), attention included, MFU vs peak.
-
-Per sample of ``t`` tokens: ``(4*N + 2*N_trainable) * t + 12*L*H*Q * t**2``, where N counts the
-weights of every matmul (nn.Linear, lm_head included; embeddings and norms are lookups and
-elementwise). Full fine-tuning gives the usual ``6N`` per token; LoRA ``4N + 6*N_lora`` (frozen
-weights need no weight gradient). The attention term is QK^T and AV forward and backward,
-attending over the sample's own tokens: the figure ``torch.utils.flop_counter`` reports with eager
-attention on unpadded rows.
-"""
+"""Honest throughput: the FLOPs of useful tokens (workloads.fsdp.flops), per device and against its peak (MFU)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 
 PEAK_BF16_FLOPS = {"B200": 2.25e15, "H200": 989e12, "H100": 989e12}
-
-
-@dataclass(frozen=True)
-class FlopModel:
-    matmul_params: int  # all nn.Linear weights (and biases), frozen or not
-    trainable_matmul_params: int
-    layers: int
-    heads: int
-    head_dim: int
-
-    @classmethod
-    def from_model(cls, model: nn.Module, hf_config) -> FlopModel:
-        total = trainable = 0
-        for module in model.modules():
-            if isinstance(module, nn.Linear):
-                for param in module.parameters(recurse=False):
-                    total += param.numel()
-                    trainable += param.numel() if param.requires_grad else 0
-        head_dim = getattr(hf_config, "head_dim", None) or hf_config.hidden_size // hf_config.num_attention_heads
-        return cls(total, trainable, hf_config.num_hidden_layers, hf_config.num_attention_heads, head_dim)
-
-    def training_flops(self, sample_lengths: Sequence[int]) -> float:
-        per_token = 4 * self.matmul_params + 2 * self.trainable_matmul_params
-        attention = 12 * self.layers * self.heads * self.head_dim
-        return float(sum(per_token * t + attention * t * t for t in sample_lengths))
-
-    def forward_flops(self, sample_lengths: Sequence[int]) -> float:
-        attention = 4 * self.layers * self.heads * self.head_dim
-        return float(sum(2 * self.matmul_params * t + attention * t * t for t in sample_lengths))
 
 
 def detect_peak_flops(device: torch.device, override: float = 0.0) -> float | None:
