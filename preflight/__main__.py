@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         from preflight import diff
 
         return diff.main(argv[1:])
+    if argv[:1] == ["forecast"]:
+        from preflight import forecast_report
+
+        return forecast_report.main(argv[1:])
     args = parse_args(argv)
     try:
         project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()

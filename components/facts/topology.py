@@ -159,6 +159,9 @@ class GpuMachine:
     peak_bf16_flops_per_gpu: float
     nccl_tuner_config: str
     local_ssds: int = 0  # 375 GiB local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
+    # Per GPU and direction: NVLink inside the VM, the GPU's own RDMA NIC between VMs (docs/cloud-facts.md).
+    nvlink_bytes_per_s: float = 0.0
+    network_bytes_per_s: float = 0.0
 
     @property
     def gvnic_network_names(self) -> tuple[str, ...]:
@@ -187,6 +190,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         peak_bf16_flops_per_gpu=2.25e15,
         nccl_tuner_config="tuner_config_a4.txtpb",
         local_ssds=32,
+        nvlink_bytes_per_s=900e9,  # NVLink 5: 1.8 TB/s per GPU, both directions
+        network_bytes_per_s=50e9,  # one 400 Gb/s RDMA NIC per GPU (8 x 400 Gb/s per VM)
     ),
 }
 

@@ -102,3 +102,17 @@ def test_summary_leaves_out_the_first_step(tmp_path, capsys):
     assert summary["kind"] == "summary" and (summary["first_step"], summary["last_step"]) == (2, 3)
     assert summary["tokens_per_device"] == 500.0 and summary["tflops_per_device"] == 1.0
     assert "summary of steps 2-3: seconds/step: 1.000" in capsys.readouterr().out
+
+
+def test_the_forecasts_architecture_counts_what_the_trainer_counts_on_a_real_model(eager_model):
+    """components/facts/models.py derives the weights from a config; the real model built from the same config
+    must hold exactly that many (matmul weights as the trainer's FlopModel counts them, and all parameters)."""
+    from components.facts.models import ModelArchitecture
+
+    config = eager_model.config
+    architecture = ModelArchitecture(
+        config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.num_attention_heads,
+        config.num_key_value_heads, config.vocab_size,
+    )  # fmt: skip
+    assert architecture.matmul_params == FlopModel.from_model(eager_model, config).matmul_params
+    assert architecture.params == sum(param.numel() for param in eager_model.parameters())

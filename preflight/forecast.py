@@ -1,0 +1,109 @@
+"""Step time, tokens/s and MFU of an FSDP2 fine-tune, from its shape and the hardware's facts.
+
+The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
+- compute: the trainer's own FLOP count (workloads/fsdp/flops.py) at COMPUTE_EFFICIENCY of the GPU's peak;
+- communication, per GPU and micro-batch: FSDP2 all-gathers the bf16 parameters for the forward and again for
+  the backward (reshard_after_forward), and reduce-scatters fp32 gradients after every micro-batch (the
+  trainer does not skip gradient sync while accumulating). A ring moves (W-1)/W of each buffer through each
+  GPU's slowest link: NVLink within one node, the GPU's RDMA NIC across nodes;
+- overlap: FSDP2 prefetches the next layer's all-gather during this layer's compute, and reduce-scatters
+  during the backward, so a micro-batch takes max(compute, communication) plus what cannot overlap, the first
+  layer's all-gather and the last layer's reduce-scatter.
+The lower bound takes compute at the full peak and links at their full rate. Not modelled: the optimizer
+step (memory-bound, milliseconds), data loading, activation recompute (off by default in the trainer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.facts.models import ModelArchitecture
+from workloads.fsdp.flops import FlopModel
+
+# Model FLOPs per second over peak that a compiled FSDP2 step sustains while compute-bound: calibrated on
+# torchtitan's published Llama 3.1 8B FSDP + torch.compile run on 8 H100s (6,667 tokens/s/GPU), where the
+# parameter traffic hides under compute; benchmarks/fsdp_forecast.py derives it and checks it against the
+# 128-GPU run of the same table. Assumed to carry over to B200: no published B200 FSDP figure exists.
+COMPUTE_EFFICIENCY = 0.39
+PARAM_BYTES = 2  # bf16 parameters all-gathered (MixedPrecisionPolicy param_dtype)
+GRAD_BYTES = 4  # fp32 gradients reduce-scattered (reduce_dtype)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    peak_flops: float  # dense bf16 per GPU
+    gpus_per_node: int
+    nvlink_bytes_per_s: float  # per GPU and direction
+    network_bytes_per_s: float  # per GPU and direction, between nodes
+
+
+@dataclass(frozen=True)
+class FsdpRun:
+    architecture: ModelArchitecture
+    nodes: int
+    rows_per_gpu: int  # per micro-batch
+    seq_len: int  # packed rows are full
+    accumulation: int  # micro-batches per optimizer step
+    sync_every_micro_batch: bool = True
+
+
+@dataclass(frozen=True)
+class Forecast:
+    gpus: int
+    link: str
+    flops_per_step: float  # per GPU
+    tokens_per_step: int  # per GPU
+    gathered_bytes_per_step: float  # per GPU
+    reduced_bytes_per_step: float  # per GPU
+    compute_s: float
+    communication_s: float
+    lower_bound_s: float
+    estimate_s: float
+    peak_flops: float
+
+    def tokens_per_s_per_gpu(self, seconds: float | None = None) -> float:
+        return self.tokens_per_step / (seconds or self.estimate_s)
+
+    def mfu(self, seconds: float | None = None) -> float:
+        return self.flops_per_step / (seconds or self.estimate_s) / self.peak_flops
+
+    @property
+    def bound(self) -> str:
+        return "communication" if self.communication_s > self.compute_s else "compute"
+
+
+def flop_model(arch: ModelArchitecture) -> FlopModel:
+    """The trainer's FLOP count for full fine-tuning: every matmul weight trains."""
+    return FlopModel(arch.matmul_params, arch.matmul_params, arch.layers, arch.heads, arch.head_dim)
+
+
+def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFICIENCY) -> Forecast:
+    arch = run.architecture
+    gpus = run.nodes * hardware.gpus_per_node
+    ring = (gpus - 1) / gpus
+    link, bandwidth = (
+        ("NVLink", hardware.nvlink_bytes_per_s) if run.nodes == 1 else ("RDMA", hardware.network_bytes_per_s)
+    )
+    micro_flops = flop_model(arch).training_flops([run.seq_len] * run.rows_per_gpu)
+    gathered = 2 * arch.params * PARAM_BYTES * ring  # forward and backward
+    reduced = arch.params * GRAD_BYTES * ring
+    syncs = run.accumulation if run.sync_every_micro_batch else 1
+    gathered_step, reduced_step = run.accumulation * gathered, syncs * reduced
+    compute_s = run.accumulation * micro_flops / (hardware.peak_flops * efficiency)
+    best_compute_s = run.accumulation * micro_flops / hardware.peak_flops
+    communication_s = (gathered_step + reduced_step) / bandwidth
+    exposed_s = run.accumulation * (gathered / 2 + reduced) / arch.layers / bandwidth
+    return Forecast(
+        gpus=gpus,
+        link=link,
+        flops_per_step=run.accumulation * micro_flops,
+        tokens_per_step=run.accumulation * run.rows_per_gpu * run.seq_len,
+        gathered_bytes_per_step=gathered_step,
+        reduced_bytes_per_step=reduced_step,
+        compute_s=compute_s,
+        communication_s=communication_s,
+        lower_bound_s=max(best_compute_s, communication_s) + exposed_s,
+        estimate_s=max(compute_s, communication_s) + exposed_s,
+        peak_flops=hardware.peak_flops,
+    )

@@ -1,0 +1,106 @@
+"""The forecast of each FSDP job of a stack: its step, throughput, MFU, and what its DWS window buys.
+
+.venv/bin/python -m preflight forecast [--stack dev]
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.config.jobs import FsdpJobConfig
+from components.config.load import load_stack_config
+from components.config.models import GpuPoolConfig, StackConfig
+from components.facts import cost
+from components.facts.models import ARCHITECTURES
+from components.jobs.torch_workloads import trainer_args
+from preflight.forecast import Forecast, FsdpRun, Hardware, forecast
+from preflight.stack_files import read_stack_files
+from workloads.fsdp.config import parse_config
+
+
+def pool_hardware(pool: GpuPoolConfig) -> Hardware:
+    machine = pool.machine
+    return Hardware(
+        machine.accelerator,
+        machine.peak_bf16_flops_per_gpu,
+        machine.gpus_per_vm,
+        machine.nvlink_bytes_per_s,
+        machine.network_bytes_per_s,
+    )
+
+
+@dataclass(frozen=True)
+class JobForecast:
+    job: str
+    model: str
+    run: FsdpRun
+    forecast: Forecast
+    synced_once: Forecast  # the same step with gradients reduced once per optimizer step
+    usd_per_hour: float
+    price_estimated: bool  # the price book's figure is an estimate, not a list price
+    window_s: int  # the DWS run window (maxRunDurationSeconds)
+
+    @property
+    def usd_per_step(self) -> float:
+        return self.usd_per_hour * self.forecast.estimate_s / 3600
+
+    @property
+    def steps_in_window(self) -> int:
+        return int(self.window_s // self.forecast.estimate_s)
+
+    def lines(self) -> list[str]:
+        f, run, once = self.forecast, self.run, self.synced_once
+        shape = f"{run.rows_per_gpu} rows x {run.seq_len} tokens x {run.accumulation} micro-batches per GPU and step"
+        window_h = self.window_s / 3600
+        about = "~" if self.price_estimated else ""
+        window_usd = self.usd_per_hour * window_h
+        return [
+            f"{self.job}: {self.model}, {run.nodes} x {f.gpus // run.nodes} GPUs ({f.link} between nodes), {shape}",
+            f"  step: {f.estimate_s:.1f} s estimated, {f.lower_bound_s:.1f} s at best; {f.bound}-bound (compute "
+            + f"{f.compute_s:.1f} s, parameter and gradient traffic {f.communication_s:.1f} s)",
+            f"  tokens/s/GPU: {f.tokens_per_s_per_gpu():,.0f} (at best {f.tokens_per_s_per_gpu(f.lower_bound_s):,.0f})"
+            + f"; MFU {f.mfu():.1%} (at best {f.mfu(f.lower_bound_s):.1%})",
+            f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; "
+            + f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}",
+            f"  reducing gradients once per step, not per micro-batch: {once.estimate_s:.1f} s per step, "
+            + f"MFU {once.mfu():.1%}",
+        ]
+
+
+def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> JobForecast | str:
+    """The job's forecast, or why there is none."""
+    train = parse_config(trainer_args(job), environ={})
+    architecture = ARCHITECTURES.get(train.model_id)
+    if architecture is None:
+        return f"{job.name}: no forecast: no architecture facts for {train.model_id} (components/facts/models.py)"
+    if train.peft:
+        return f"{job.name}: no forecast: LoRA runs are not modelled yet"
+    pool = next(p for p in config.gpu_pools if p.name == job.pool)
+    run = FsdpRun(
+        architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
+        train.gradient_accumulation_steps,
+    )  # fmt: skip
+    hardware = pool_hardware(pool)
+    node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])
+    return JobForecast(
+        job.name, train.model_id, run, forecast(run, hardware),
+        forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
+        node_hour * job.nodes, price.estimate, job.max_run_duration_seconds,
+    )  # fmt: skip
+
+
+def stack_forecasts(config: StackConfig) -> list[JobForecast | str]:
+    prices = cost.load_prices()
+    return [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preflight forecast", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    args = parser.parse_args(argv)
+    files = read_stack_files(Path.cwd(), args.stack)
+    for result in stack_forecasts(load_stack_config(files.config, args.stack)):
+        print(result if isinstance(result, str) else "\n".join(result.lines()))
+    return 0

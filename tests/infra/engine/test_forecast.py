@@ -1,0 +1,64 @@
+"""The FSDP forecast: the published model sizes, the traffic FSDP2 moves, which link carries it, the dev job."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.facts.models import ARCHITECTURES
+from preflight.__main__ import main as preflight_main
+from preflight.forecast import FsdpRun, Hardware, forecast
+from preflight.forecast_report import stack_forecasts
+
+LLAMA_8B, LLAMA_70B = ARCHITECTURES["meta-llama/Llama-3.1-8B"], ARCHITECTURES["meta-llama/Llama-3.1-70B"]
+NODE = Hardware("test GPU", peak_flops=1e15, gpus_per_node=8, nvlink_bytes_per_s=400e9, network_bytes_per_s=40e9)
+
+
+def test_architectures_hold_the_published_parameter_counts():
+    assert LLAMA_8B.params == pytest.approx(8.03e9, rel=1e-3)
+    assert LLAMA_70B.params == pytest.approx(70.55e9, rel=1e-3)
+
+
+def test_traffic_per_step_is_two_gathers_of_bf16_params_and_fp32_gradients_per_micro_batch():
+    result = forecast(FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=1, seq_len=1024, accumulation=4), NODE)
+    ring = 15 / 16
+    assert result.gathered_bytes_per_step == pytest.approx(4 * 2 * LLAMA_70B.params * 2 * ring)
+    assert result.reduced_bytes_per_step == pytest.approx(4 * LLAMA_70B.params * 4 * ring)
+    assert result.link == "RDMA"
+    assert result.communication_s == pytest.approx(
+        (result.gathered_bytes_per_step + result.reduced_bytes_per_step) / 40e9
+    )
+    once = forecast(
+        FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=1, seq_len=1024, accumulation=4, sync_every_micro_batch=False), NODE
+    )
+    assert once.reduced_bytes_per_step == pytest.approx(result.reduced_bytes_per_step / 4)
+    assert once.estimate_s < result.estimate_s
+
+
+def test_one_node_talks_over_nvlink_and_a_big_batch_is_compute_bound():
+    result = forecast(FsdpRun(LLAMA_8B, nodes=1, rows_per_gpu=2, seq_len=8192, accumulation=1), NODE)
+    assert result.link == "NVLink" and result.bound == "compute"
+    assert result.lower_bound_s < result.estimate_s
+    tokens = 2 * 8192
+    assert result.tokens_per_s_per_gpu() == pytest.approx(tokens / result.estimate_s)
+    assert result.mfu() == pytest.approx(result.flops_per_step / result.estimate_s / 1e15)
+    assert 6 * LLAMA_8B.matmul_params * tokens < result.flops_per_step < 8 * LLAMA_8B.matmul_params * tokens
+
+
+def test_the_dev_fine_tune_is_forecast_and_its_traffic_dominates(capsys):
+    (dev,) = stack_forecasts_of_dev()
+    assert dev.forecast.gpus == 16 and dev.forecast.bound == "communication"
+    assert dev.usd_per_hour == pytest.approx(2 * 52.7, rel=0.05)
+    assert dev.steps_in_window == int(7200 // dev.forecast.estimate_s)
+    assert preflight_main(["forecast", "--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("llama31-70b-fsdp: meta-llama/Llama-3.1-70B, 2 x 8 GPUs (RDMA between nodes)")
+    assert "communication-bound" in out and "MFU" in out
+
+
+def stack_forecasts_of_dev():
+    from components.config.load import load_stack_config
+    from preflight.stack_files import read_stack_files
+    from tests.infra.helpers.plans import PROJECT_DIR
+
+    files = read_stack_files(PROJECT_DIR, "dev")
+    return stack_forecasts(load_stack_config(files.config, "dev"))
