@@ -36,6 +36,7 @@ class Hardware:
     gpus_per_node: int
     nvlink_bytes_per_s: float  # per GPU and direction
     network_bytes_per_s: float  # per GPU and direction, between nodes
+    hbm_bytes: float = 0.0  # per GPU; 0: unknown
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Forecast:
     lower_bound_s: float
     estimate_s: float
     peak_flops: float
+    unsharded_gradient_bytes: float  # per GPU, what accumulating without gradient sync holds
 
     def tokens_per_s_per_gpu(self, seconds: float | None = None) -> float:
         return self.tokens_per_step / (seconds or self.estimate_s)
@@ -106,4 +108,6 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
         lower_bound_s=max(best_compute_s, communication_s) + exposed_s,
         estimate_s=max(compute_s, communication_s) + exposed_s,
         peak_flops=hardware.peak_flops,
+        # FSDP2 keeps a skipped sync's gradients unsharded, in fp32, until the step's last micro-batch.
+        unsharded_gradient_bytes=0.0 if run.sync_every_micro_batch else arch.params * GRAD_BYTES,
     )

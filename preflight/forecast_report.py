@@ -28,6 +28,7 @@ def pool_hardware(pool: GpuPoolConfig) -> Hardware:
         machine.gpus_per_vm,
         machine.nvlink_bytes_per_s,
         machine.network_bytes_per_s,
+        machine.hbm_bytes,
     )
 
 
@@ -41,6 +42,7 @@ class JobForecast:
     usd_per_hour: float
     price_estimated: bool  # the price book's figure is an estimate, not a list price
     window_s: int  # the DWS run window (maxRunDurationSeconds)
+    hbm_bytes: float  # per GPU
 
     @property
     def usd_per_step(self) -> float:
@@ -51,7 +53,7 @@ class JobForecast:
         return int(self.window_s // self.forecast.estimate_s)
 
     def lines(self) -> list[str]:
-        f, run, once = self.forecast, self.run, self.synced_once
+        f, run = self.forecast, self.run
         shape = f"{run.rows_per_gpu} rows x {run.seq_len} tokens x {run.accumulation} micro-batches per GPU and step"
         window_h = self.window_s / 3600
         about = "~" if self.price_estimated else ""
@@ -64,9 +66,21 @@ class JobForecast:
             + f"; MFU {f.mfu():.1%} (at best {f.mfu(f.lower_bound_s):.1%})",
             f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; "
             + f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}",
-            f"  reducing gradients once per step, not per micro-batch: {once.estimate_s:.1f} s per step, "
-            + f"MFU {once.mfu():.1%}",
+            self._sync_once_line(),
         ]
+
+    def _sync_once_line(self) -> str:
+        once = self.synced_once
+        what = (
+            f"  reducing gradients once per step, not per micro-batch: {once.estimate_s:.1f} s per step, "
+            f"MFU {once.mfu():.1%}"
+        )
+        held = once.unsharded_gradient_bytes
+        if self.hbm_bytes and held > self.hbm_bytes:
+            return f"{what}, but not possible here: FSDP2 would hold {held / 1e9:,.0f} GB of unsharded fp32 " + (
+                f"gradients per GPU, more than its {self.hbm_bytes / 1e9:,.0f} GB"
+            )
+        return f"{what}, holding {held / 1e9:,.0f} GB of unsharded fp32 gradients per GPU"
 
 
 def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> JobForecast | str:
@@ -87,7 +101,7 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     return JobForecast(
         job.name, train.model_id, run, forecast(run, hardware),
         forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
-        node_hour * job.nodes, price.estimate, job.max_run_duration_seconds,
+        node_hour * job.nodes, price.estimate, job.max_run_duration_seconds, hardware.hbm_bytes,
     )  # fmt: skip
 
 

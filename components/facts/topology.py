@@ -162,6 +162,7 @@ class GpuMachine:
     # Per GPU and direction: NVLink inside the VM, the GPU's own RDMA NIC between VMs (docs/cloud-facts.md).
     nvlink_bytes_per_s: float = 0.0
     network_bytes_per_s: float = 0.0
+    hbm_bytes: float = 0.0  # per GPU
 
     @property
     def gvnic_network_names(self) -> tuple[str, ...]:
@@ -192,6 +193,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         local_ssds=32,
         nvlink_bytes_per_s=900e9,  # NVLink 5: 1.8 TB/s per GPU, both directions
         network_bytes_per_s=50e9,  # one 400 Gb/s RDMA NIC per GPU (8 x 400 Gb/s per VM)
+        hbm_bytes=180e9,  # 1,440 GB of HBM3e per VM
     ),
 }
 

@@ -62,3 +62,16 @@ def stack_forecasts_of_dev():
 
     files = read_stack_files(PROJECT_DIR, "dev")
     return stack_forecasts(load_stack_config(files.config, "dev"))
+
+
+def test_skipping_gradient_sync_is_offered_only_where_the_unsharded_gradients_fit():
+    (dev,) = stack_forecasts_of_dev()
+    assert dev.synced_once.unsharded_gradient_bytes == pytest.approx(LLAMA_70B.params * 4)
+    assert "but not possible here" in dev.lines()[-1] and "180 GB" in dev.lines()[-1]
+    small = forecast(
+        FsdpRun(LLAMA_8B, nodes=2, rows_per_gpu=1, seq_len=1024, accumulation=4, sync_every_micro_batch=False),
+        NODE,
+    )
+    assert (
+        small.unsharded_gradient_bytes == pytest.approx(LLAMA_8B.params * 4) and small.unsharded_gradient_bytes < 180e9
+    )
