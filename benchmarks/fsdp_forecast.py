@@ -50,7 +50,7 @@ def main() -> None:
               f"MFU {result.mfu():.1%}")  # fmt: skip
     files = read_stack_files(PROJECT_DIR, "dev")
     for result in stack_forecasts(load_stack_config(files.config, "dev")):
-        print(result if isinstance(result, str) else "\n".join(result.lines()))
+        print("\n".join(result.lines()))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import textwrap
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +23,7 @@ from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight import policy_runner, provider_inputs
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
+from preflight.forecast_report import JobForecast, NoForecast, stack_forecasts
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.placement import PlacementProblem, check_placement
 from preflight.plan import Plan, plan_stack
@@ -45,6 +46,7 @@ class Verdict:
     provider_inputs: list[ProviderInputProblem]
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
+    forecast: list[JobForecast | NoForecast] = field(default_factory=list)
     strict_schemas: bool = False
 
     @property
@@ -70,6 +72,7 @@ class Verdict:
             ],
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
+            "forecast": [result.to_json() for result in self.forecast],
         }
 
 
@@ -96,15 +99,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
     plan_json = plan.to_json()
-    version = load_stack_config(plan.config, plan.stack).cluster.version
+    config = load_stack_config(plan.config, plan.stack)
     pod_templates, placement = check_placement(plan_json["resources"])
     return Verdict(
-        schemas=check_manifests(plan.manifests, version),
+        schemas=check_manifests(plan.manifests, config.cluster.version),
         placement=placement,
         pod_templates=pod_templates,
         provider_inputs=check_provider_inputs(plan_json["resources"]),
         policies=policy_runner.evaluate(plan_json, pack_config),
         cost=cost.estimate(plan_json["resources"]),
+        forecast=stack_forecasts(config),
         strict_schemas=strict_schemas,
     )
 
@@ -127,6 +131,9 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     say(policy_runner.render_table(verdict.policies))
     say("\nCost (USD per hour):")
     say(cost.render_table(verdict.cost))
+    if verdict.forecast:
+        say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP forecast):")
+        say_each(line for result in verdict.forecast for line in result.lines())
 
 
 def say(text: str, file: TextIO = sys.stdout) -> None:

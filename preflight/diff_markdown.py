@@ -174,6 +174,29 @@ def _cost_section(diff: PlanDiff) -> list[str]:
     return lines
 
 
+def _forecast_cell(forecast: dict[str, Any] | None) -> str:
+    if forecast is None:
+        return "—"
+    if "none" in forecast:
+        return f"no forecast ({forecast['none']})"
+    about = "~" if forecast["priceEstimated"] else ""
+    return (
+        f"{forecast['stepSeconds']:.1f} s/step, {forecast['tokensPerSecondPerGpu']:,.0f} tokens/s/GPU, "
+        f"MFU {forecast['mfu']:.1%}, {about}${forecast['usdPerWindow']:,.0f} per window"
+    )
+
+
+def _forecast_section(diff: PlanDiff) -> list[str]:
+    """The FSDP jobs whose forecast the change moves (python -m preflight forecast)."""
+    base = {forecast["job"]: forecast for forecast in diff.base_forecast}
+    head = {forecast["job"]: forecast for forecast in diff.head_forecast}
+    jobs = [job for job in {**base, **head} if base.get(job) != head.get(job)]
+    if not jobs:
+        return []
+    rows = [f"| `{job}` | {_forecast_cell(base.get(job))} | {_forecast_cell(head.get(job))} |" for job in jobs]
+    return ["### Forecast", "", "| job | base | head |", "| --- | --- | --- |", *rows, ""]
+
+
 def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) -> list[str]:
     """A Mermaid flowchart of the component tree (parent -> child), changes coloured."""
     ids = {r["urn"]: f"r{index}" for index, r in enumerate(resources)}
@@ -209,6 +232,6 @@ def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working 
     lines += _replacement_warning(diff)
     lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _moved_section(diff)
     lines += _changed_section(diff)
-    lines += _verdict_section(diff) + _cost_section(diff)
+    lines += _verdict_section(diff) + _cost_section(diff) + _forecast_section(diff)
     lines += ["<details><summary>Stack diagram</summary>", "", *mermaid(diff.head_resources, diff), "", "</details>"]
     return "\n".join(lines) + "\n"

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from components.config.jobs import FsdpJobConfig
-from components.config.load import load_stack_config
+from components.config.load import ConfigError, load_stack_config
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
 from components.facts.models import ARCHITECTURES
@@ -30,6 +32,18 @@ def pool_hardware(pool: GpuPoolConfig) -> Hardware:
         machine.network_bytes_per_s,
         machine.hbm_bytes,
     )
+
+
+@dataclass(frozen=True)
+class NoForecast:
+    job: str
+    reason: str
+
+    def lines(self) -> list[str]:
+        return [f"{self.job}: no forecast: {self.reason}"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job": self.job, "none": self.reason}
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,25 @@ class JobForecast:
             self._sync_once_line(),
         ]
 
+    def to_json(self) -> dict[str, Any]:
+        f = self.forecast
+        return {
+            "job": self.job,
+            "model": self.model,
+            "gpus": f.gpus,
+            "bound": f.bound,
+            "stepSeconds": round(f.estimate_s, 2),
+            "stepSecondsAtBest": round(f.lower_bound_s, 2),
+            "tokensPerSecondPerGpu": round(f.tokens_per_s_per_gpu(), 1),
+            "mfu": round(f.mfu(), 4),
+            "usdPerStep": round(self.usd_per_step, 2),
+            "usdPerHour": round(self.usd_per_hour, 2),
+            "priceEstimated": self.price_estimated,
+            "windowSeconds": self.window_s,
+            "stepsInWindow": self.steps_in_window,
+            "usdPerWindow": round(self.usd_per_hour * self.window_s / 3600, 2),
+        }
+
     def _sync_once_line(self) -> str:
         once = self.synced_once
         what = (
@@ -83,14 +116,14 @@ class JobForecast:
         return f"{what}, holding {held / 1e9:,.0f} GB of unsharded fp32 gradients per GPU"
 
 
-def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> JobForecast | str:
+def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> JobForecast | NoForecast:
     """The job's forecast, or why there is none."""
     train = parse_config(trainer_args(job), environ={})
     architecture = ARCHITECTURES.get(train.model_id)
     if architecture is None:
-        return f"{job.name}: no forecast: no architecture facts for {train.model_id} (components/facts/models.py)"
+        return NoForecast(job.name, f"no architecture facts for {train.model_id} (components/facts/models.py)")
     if train.peft:
-        return f"{job.name}: no forecast: LoRA runs are not modelled yet"
+        return NoForecast(job.name, "LoRA runs are not modelled yet")
     pool = next(p for p in config.gpu_pools if p.name == job.pool)
     run = FsdpRun(
         architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
@@ -105,9 +138,19 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     )  # fmt: skip
 
 
-def stack_forecasts(config: StackConfig) -> list[JobForecast | str]:
+def stack_forecasts(config: StackConfig) -> list[JobForecast | NoForecast]:
     prices = cost.load_prices()
     return [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
+
+
+def plan_forecasts(plan_json: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The forecasts of a plan's FSDP jobs as JSON, from the config the plan was made with; none when that
+    config no longer parses (an old base plan in a diff)."""
+    try:
+        config = load_stack_config(plan_json.get("config") or {}, str(plan_json.get("stack", "dev")))
+    except ConfigError:
+        return []
+    return [result.to_json() for result in stack_forecasts(config)]
 
 
 def main(argv: list[str]) -> int:
@@ -116,5 +159,5 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     files = read_stack_files(Path.cwd(), args.stack)
     for result in stack_forecasts(load_stack_config(files.config, args.stack)):
-        print(result if isinstance(result, str) else "\n".join(result.lines()))
+        print("\n".join(result.lines()))
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 from components.facts import cost
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
 from preflight import policy_runner
+from preflight.forecast_report import plan_forecasts
 
 # Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
 # - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,
@@ -136,6 +137,8 @@ class PlanDiff:
     resolved_verdicts: list[policy_runner.Verdict] = field(default_factory=list)
     base_cost: cost.StackCost | None = None
     head_cost: cost.StackCost | None = None
+    base_forecast: list[dict[str, Any]] = field(default_factory=list)
+    head_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_resources: list[Mapping[str, Any]] = field(default_factory=list)
 
     @property
@@ -230,4 +233,6 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     result.resolved_verdicts = [v for key, v in base_verdicts.items() if key not in head_verdicts]
     result.base_cost = cost.estimate(base.get("resources", [])) if base else None
     result.head_cost = cost.estimate(head.get("resources", []))
+    result.base_forecast = plan_forecasts(base) if base else []
+    result.head_forecast = plan_forecasts(head)
     return result

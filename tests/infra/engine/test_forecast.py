@@ -75,3 +75,24 @@ def test_skipping_gradient_sync_is_offered_only_where_the_unsharded_gradients_fi
     assert (
         small.unsharded_gradient_bytes == pytest.approx(LLAMA_8B.params * 4) and small.unsharded_gradient_bytes < 180e9
     )
+
+
+def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
+    from preflight import diff_markdown, plan_diff
+    from preflight.forecast_report import plan_forecasts
+
+    (base,) = plan_forecasts(dev_plan.to_json())
+    assert base["job"] == "llama31-70b-fsdp" and base["bound"] == "communication" and base["gpus"] == 16
+
+    def four_nodes(values):
+        values["trainyard:jobs"]["fsdp"][0]["nodes"] = 4
+
+    head = plan_with(four_nodes)
+    diff = plan_diff.compare(dev_plan.to_json(), head.to_json())
+    (changed,) = diff.head_forecast
+    assert changed["gpus"] == 32 and changed["stepSeconds"] != base["stepSeconds"]
+    markdown = diff_markdown.render_markdown(diff, "base")
+    assert "### Forecast" in markdown
+    assert f"| `llama31-70b-fsdp` | {base['stepSeconds']:.1f} s/step" in markdown
+    unchanged = diff_markdown.render_markdown(plan_diff.compare(dev_plan.to_json(), dev_plan.to_json()), "base")
+    assert "### Forecast" not in unchanged
