@@ -334,7 +334,7 @@ BAD_CONFIGS = [
         _set("trainyard:cluster", "authorizedNetworks", [{"name": "office", "cidr": "203.0.113.0/33"}]),
         "trainyard:cluster.authorizedNetworks[0].cidr",
         '"203.0.113.0/33"',
-        "",
+        "is not allowed (input is not a valid IPv4 network)",
     ),
     (
         _set("trainyard:cluster", "secretsEncryptionKey", "projects/p-kms1/locations/us/keyRings/r/cryptoKeys/k"),
