@@ -9,7 +9,7 @@ from typing import Any
 
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.plan import integral_as_int
-from preflight.plan_diff import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload
+from preflight.plan_diff import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
 
 
 def _show(value: Any, limit: int = 80) -> str:
@@ -90,6 +90,15 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
             lines.append(
                 f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
                 "(rolling migration); the pool itself stays."
+            )
+    for change in diff.changed:
+        refused = refused_by_kueue(change, heads.get(change.urn, {}))
+        if refused:
+            lines.append(
+                f"> **ResourceFlavor `{change.name}`: Kueue will refuse this update** "
+                f"({', '.join(f'`{path}`' for path in refused)}): a flavor that places by a Topology keeps its "
+                "topology, node labels and tolerations; `pulumi up` fails on it. Delete the flavor first, once "
+                "no workload uses it."
             )
     return ["> [!CAUTION]", *lines, ""] if lines else []
 

@@ -98,6 +98,10 @@ KUBERNETES_REPLACE = ("metadata.name", "metadata.namespace")
 JOB_TYPE = "kubernetes:batch/v1:Job"
 JOB_REPLACE = ("spec.template", "spec.selector", "spec.completionMode")
 WORKLOAD_KINDS = ("Job", "RayJob", "RayCluster", "JobSet")
+# Kueue's ResourceFlavor CRD (v0.19.2 validation rules): once a flavor has a topologyName, its topologyName,
+# nodeLabels and tolerations never change; the API server refuses such an update, so `pulumi up` fails on it.
+RESOURCE_FLAVOR_TYPE = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+TAS_FLAVOR_FROZEN = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 
 
 def is_workload(type_: str) -> bool:
@@ -236,3 +240,13 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     result.base_forecast = plan_forecasts(base) if base else []
     result.head_forecast = plan_forecasts(head)
     return result
+
+
+def refused_by_kueue(change: ResourceChange, head_inputs: Mapping[str, Any]) -> list[str]:
+    """The paths of a TAS ResourceFlavor's change that Kueue's API would refuse."""
+    if change.type != RESOURCE_FLAVOR_TYPE:
+        return []
+    topology = next((c for c in change.changes if c.path == "spec.topologyName"), None)
+    spec = head_inputs.get("spec") or {}
+    had_topology = topology.old is not None if topology else bool(spec.get("topologyName"))
+    return [c.path for c in change.changes if _under(c.path, TAS_FLAVOR_FROZEN)] if had_topology else []

@@ -94,3 +94,22 @@ def test_service_account_ids_fit_thirty_characters():
     assert service_account_id("a-very-long-cluster-name-of-forty-chars", "gpu") != service_account_id(
         "a-very-long-cluster-name-of-forty-charz", "gpu"
     )
+
+
+def spread_spot(values):
+    values["trainyard:gpuPools"][0].update(capacity="spot", compactPlacement=False)
+    values["trainyard:jobs"]["fsdp"][0]["enabled"] = False  # no TAS request left to point at a missing level
+
+
+def test_a_tas_flavor_losing_its_topology_is_called_out_as_refused(dev_plan, plan_with):
+    diff = plan_diff.compare(dev_plan.to_json(), plan_with(spread_spot).to_json())
+    markdown = diff_markdown.render_markdown(diff, "base")
+    assert "> **ResourceFlavor `resourceflavor-gpu-nodepool-dws`: Kueue will refuse this update**" in markdown
+    assert "`spec.topologyName`" in markdown
+
+
+def test_a_flavor_gaining_a_topology_is_an_ordinary_update(dev_plan, plan_with):
+    diff = plan_diff.compare(plan_with(spread_spot).to_json(), dev_plan.to_json())
+    flavor = next(c for c in diff.changed if c.name == "resourceflavor-gpu-nodepool-dws")
+    assert "spec.topologyName" in [c.path for c in flavor.changes]
+    assert "Kueue will refuse" not in diff_markdown.render_markdown(diff, "base")
