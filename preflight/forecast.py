@@ -47,6 +47,8 @@ class FsdpRun:
     seq_len: int  # packed rows are full
     accumulation: int  # micro-batches per optimizer step
     sync_every_micro_batch: bool = True
+    activation_checkpointing: bool = False
+    state_bytes_per_param: int = 8  # bf16 weights, gradients and both AdamW moments (the trainer's default)
 
 
 @dataclass(frozen=True)
@@ -110,4 +112,44 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
         peak_flops=hardware.peak_flops,
         # FSDP2 keeps a skipped sync's gradients unsharded, in fp32, until the step's last micro-batch.
         unsharded_gradient_bytes=0.0 if run.sync_every_micro_batch else arch.params * GRAD_BYTES,
+    )
+
+
+# Activation bytes a transformer layer keeps for its backward, per token and hidden unit, in 16-bit without
+# recompute, attention scores not materialised (flash/SDPA): Korthikanti et al., "Reducing Activation
+# Recomputation in Large Transformer Models" (https://arxiv.org/abs/2205.05198), s*b*h*(34 + 5*a*s/h) less
+# the attention-score term. Derived for GPT's 4h MLP; an estimate for Llama's SwiGLU.
+ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 34
+LOGIT_BYTES = 10  # bf16 logits, their fp32 copy for the loss, and its gradient
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What one GPU holds at the peak of a micro-batch's backward, in bytes."""
+
+    states: float  # its shard of weights, gradients and AdamW moments
+    gathered: float  # two layers' bf16 weights (the current one and the prefetched) and one fp32 gradient buffer
+    activations: float
+    logits: float
+
+    @property
+    def total(self) -> float:
+        return self.states + self.gathered + self.activations + self.logits
+
+
+def memory(run: FsdpRun, gpus_per_node: int) -> Memory:
+    arch = run.architecture
+    gpus = run.nodes * gpus_per_node
+    tokens = run.rows_per_gpu * run.seq_len
+    layer_params = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers
+    per_layer = tokens * arch.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
+    if run.activation_checkpointing:  # every layer keeps its input; one layer at a time is recomputed in full
+        activations = arch.layers * tokens * arch.hidden * PARAM_BYTES + per_layer
+    else:
+        activations = arch.layers * per_layer
+    return Memory(
+        states=arch.params * run.state_bytes_per_param / gpus,
+        gathered=layer_params * (2 * PARAM_BYTES + GRAD_BYTES),
+        activations=activations,
+        logits=tokens * arch.vocab * LOGIT_BYTES,
     )

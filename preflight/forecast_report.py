@@ -17,7 +17,7 @@ from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
 from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
-from preflight.forecast import Forecast, FsdpRun, Hardware, forecast
+from preflight.forecast import Forecast, FsdpRun, Hardware, Memory, forecast, memory
 from preflight.stack_files import read_stack_files
 from workloads.fsdp.config import parse_config
 
@@ -57,6 +57,7 @@ class JobForecast:
     price_estimated: bool  # the price book's figure is an estimate, not a list price
     window_s: int  # the DWS run window (maxRunDurationSeconds)
     hbm_bytes: float  # per GPU
+    memory: Memory
 
     @property
     def usd_per_step(self) -> float:
@@ -80,8 +81,21 @@ class JobForecast:
             + f"; MFU {f.mfu():.1%} (at best {f.mfu(f.lower_bound_s):.1%})",
             f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; "
             + f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}",
+            self._memory_line(),
             self._sync_once_line(),
         ]
+
+    def _memory_line(self) -> str:
+        m, gb = self.memory, 1e9
+        parts = (
+            f"weights, gradients and AdamW state {m.states / gb:,.0f} GB; activations ~{m.activations / gb:,.0f} GB "
+            f"({'with' if self.run.activation_checkpointing else 'without'} activation checkpointing); "
+            f"logits {m.logits / gb:,.0f} GB; gathered layers {m.gathered / gb:,.0f} GB"
+        )
+        line = f"  memory per GPU: ~{m.total / gb:,.0f} GB of {self.hbm_bytes / gb:,.0f} GB ({parts})"
+        if self.hbm_bytes and m.total > self.hbm_bytes:
+            return f"{line}; DOES NOT FIT: turn on activation-checkpointing, shorten rows or add nodes"
+        return line
 
     def to_json(self) -> dict[str, Any]:
         f = self.forecast
@@ -100,6 +114,8 @@ class JobForecast:
             "windowSeconds": self.window_s,
             "stepsInWindow": self.steps_in_window,
             "usdPerWindow": round(self.usd_per_hour * self.window_s / 3600, 2),
+            "memoryGbPerGpu": round(self.memory.total / 1e9, 1),
+            "hbmGbPerGpu": round(self.hbm_bytes / 1e9, 1),
         }
 
     def _sync_once_line(self) -> str:
@@ -127,7 +143,8 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     pool = next(p for p in config.gpu_pools if p.name == job.pool)
     run = FsdpRun(
         architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
-        train.gradient_accumulation_steps,
+        train.gradient_accumulation_steps, activation_checkpointing=train.activation_checkpointing,
+        state_bytes_per_param=8 if train.param_dtype == "bf16" else 16,
     )  # fmt: skip
     hardware = pool_hardware(pool)
     node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])
@@ -135,6 +152,7 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         job.name, train.model_id, run, forecast(run, hardware),
         forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
         node_hour * job.nodes, price.estimate, job.max_run_duration_seconds, hardware.hbm_bytes,
+        memory(run, hardware.gpus_per_node),
     )  # fmt: skip
 
 

@@ -96,3 +96,33 @@ def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
     assert f"| `llama31-70b-fsdp` | {base['stepSeconds']:.1f} s/step" in markdown
     unchanged = diff_markdown.render_markdown(plan_diff.compare(dev_plan.to_json(), dev_plan.to_json()), "base")
     assert "### Forecast" not in unchanged
+
+
+def test_memory_counts_sharded_states_activations_logits_and_gathered_layers():
+    from preflight.forecast import memory
+
+    run = FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=8, seq_len=512, accumulation=8)
+    held = memory(run, gpus_per_node=8)
+    assert held.states == pytest.approx(LLAMA_70B.params * 8 / 16)
+    assert held.activations == pytest.approx(80 * 8 * 512 * 8192 * 34)
+    assert held.logits == pytest.approx(8 * 512 * 128256 * 10)
+    recomputed = memory(FsdpRun(**{**run.__dict__, "activation_checkpointing": True}), gpus_per_node=8)
+    assert recomputed.activations < held.activations / 10
+    assert recomputed.states == held.states
+
+
+def test_a_job_that_cannot_fit_says_so():
+    from components.config.load import load_stack_config
+    from preflight.forecast_report import stack_forecasts
+    from preflight.stack_files import read_stack_files
+    from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
+
+    values = dev_config_values()
+    values["trainyard:jobs"]["fsdp"][0]["args"]["per-device-train-batch-size"] = "32"
+    files = read_stack_files(PROJECT_DIR, "dev")
+    (crowded,) = stack_forecasts(load_stack_config({**files.config, **as_engine_config(values)}, "dev"))
+    assert crowded.memory.total > 180e9
+    assert "DOES NOT FIT" in crowded.lines()[4]
+    (dev,) = stack_forecasts_of_dev()
+    assert dev.memory.total < 180e9 and "DOES NOT FIT" not in "\n".join(dev.lines())
+    assert dev.to_json()["memoryGbPerGpu"] == pytest.approx(dev.memory.total / 1e9, abs=0.1)
