@@ -120,3 +120,13 @@ def test_preview_with_policies_where_credentials_exist_and_up_behind_an_environm
     assert workflow["on"]["push"]["branches"] == ["main"] and "push" in up["if"]
     assert up["environment"] == "dev"
     assert step_using(workflow, "up", "pulumi/actions")["with"]["command"] == "up"
+
+
+def test_every_pulumi_job_has_the_kubeconfigs_credential_plugin_before_it_runs_pulumi():
+    workflow = load("pulumi.yml")
+    for job in ("preview", "up"):
+        steps = workflow["jobs"][job]["steps"]
+        uses = [step.get("uses", "").split("@")[0] for step in steps]
+        gcloud = steps[uses.index("google-github-actions/setup-gcloud")]
+        assert "gke-gcloud-auth-plugin" in gcloud["with"]["install_components"].split(","), job
+        assert uses.index("google-github-actions/setup-gcloud") < uses.index("pulumi/actions"), job
