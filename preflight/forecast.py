@@ -49,6 +49,15 @@ class FsdpRun:
     sync_every_micro_batch: bool = True
     activation_checkpointing: bool = False
     state_bytes_per_param: int = 8  # bf16 weights, gradients and both AdamW moments (the trainer's default)
+    lora_params: int = 0  # LoRA adapters: only they train, the base weights stay frozen
+
+    @property
+    def trainable_params(self) -> int:
+        return self.lora_params or self.architecture.params
+
+    @property
+    def all_params(self) -> int:
+        return self.architecture.params + self.lora_params
 
 
 @dataclass(frozen=True)
@@ -77,9 +86,13 @@ class Forecast:
         return "communication" if self.communication_s > self.compute_s else "compute"
 
 
-def flop_model(arch: ModelArchitecture) -> FlopModel:
-    """The trainer's FLOP count for full fine-tuning: every matmul weight trains."""
-    return FlopModel(arch.matmul_params, arch.matmul_params, arch.layers, arch.heads, arch.head_dim)
+def flop_model(run: FsdpRun) -> FlopModel:
+    """The trainer's FLOP count: every matmul weight, LoRA's adapters included; only the trainable ones get a
+    weight gradient."""
+    arch = run.architecture
+    matmul = arch.matmul_params + run.lora_params
+    trainable = run.lora_params or arch.matmul_params
+    return FlopModel(matmul, trainable, arch.layers, arch.heads, arch.head_dim)
 
 
 def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFICIENCY) -> Forecast:
@@ -89,9 +102,9 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
     link, bandwidth = (
         ("NVLink", hardware.nvlink_bytes_per_s) if run.nodes == 1 else ("RDMA", hardware.network_bytes_per_s)
     )
-    micro_flops = flop_model(arch).training_flops([run.seq_len] * run.rows_per_gpu)
-    gathered = 2 * arch.params * PARAM_BYTES * ring  # forward and backward
-    reduced = arch.params * GRAD_BYTES * ring
+    micro_flops = flop_model(run).training_flops([run.seq_len] * run.rows_per_gpu)
+    gathered = 2 * run.all_params * PARAM_BYTES * ring  # forward and backward, frozen weights too
+    reduced = run.trainable_params * GRAD_BYTES * ring  # only what has a gradient
     syncs = run.accumulation if run.sync_every_micro_batch else 1
     gathered_step, reduced_step = run.accumulation * gathered, syncs * reduced
     compute_s = run.accumulation * micro_flops / (hardware.peak_flops * efficiency)
@@ -111,7 +124,7 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
         estimate_s=max(compute_s, communication_s) + exposed_s,
         peak_flops=hardware.peak_flops,
         # FSDP2 keeps a skipped sync's gradients unsharded, in fp32, until the step's last micro-batch.
-        unsharded_gradient_bytes=0.0 if run.sync_every_micro_batch else arch.params * GRAD_BYTES,
+        unsharded_gradient_bytes=0.0 if run.sync_every_micro_batch else run.trainable_params * GRAD_BYTES,
     )
 
 
@@ -147,8 +160,9 @@ def memory(run: FsdpRun, gpus_per_node: int) -> Memory:
         activations = arch.layers * tokens * arch.hidden * PARAM_BYTES + per_layer
     else:
         activations = arch.layers * per_layer
+    frozen = arch.params if run.lora_params else 0  # weights only: no gradient, no optimizer state
     return Memory(
-        states=arch.params * run.state_bytes_per_param / gpus,
+        states=(frozen * PARAM_BYTES + run.trainable_params * run.state_bytes_per_param) / gpus,
         gathered=layer_params * (2 * PARAM_BYTES + GRAD_BYTES),
         activations=activations,
         logits=tokens * arch.vocab * LOGIT_BYTES,

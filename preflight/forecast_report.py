@@ -70,6 +70,8 @@ class JobForecast:
     def lines(self) -> list[str]:
         f, run = self.forecast, self.run
         shape = f"{run.rows_per_gpu} rows x {run.seq_len} tokens x {run.accumulation} micro-batches per GPU and step"
+        if run.lora_params:
+            shape += f", LoRA ({run.lora_params / 1e6:,.0f}M trainable parameters)"
         window_h = self.window_s / 3600
         about = "~" if self.price_estimated else ""
         window_usd = self.usd_per_hour * window_h
@@ -138,13 +140,12 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     architecture = ARCHITECTURES.get(train.model_id)
     if architecture is None:
         return NoForecast(job.name, f"no architecture facts for {train.model_id} (components/facts/models.py)")
-    if train.peft:
-        return NoForecast(job.name, "LoRA runs are not modelled yet")
     pool = next(p for p in config.gpu_pools if p.name == job.pool)
     run = FsdpRun(
         architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
         train.gradient_accumulation_steps, activation_checkpointing=train.activation_checkpointing,
         state_bytes_per_param=8 if train.param_dtype == "bf16" else 16,
+        lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
     )  # fmt: skip
     hardware = pool_hardware(pool)
     node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])

@@ -10,6 +10,7 @@ work.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -34,6 +35,20 @@ class ModelArchitecture:
         attention = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
         mlp = 3 * self.hidden * self.intermediate
         return self.layers * (attention + mlp) + self.hidden * self.vocab
+
+    def projection_shapes(self) -> dict[str, tuple[int, int]]:
+        """(in, out) features of each decoder layer's projections, by the module names LoRA targets."""
+        kv = self.kv_heads * self.head_dim
+        h, i = self.hidden, self.intermediate
+        return {
+            "q_proj": (h, self.heads * self.head_dim), "k_proj": (h, kv), "v_proj": (h, kv),
+            "o_proj": (self.heads * self.head_dim, h), "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h),
+        }  # fmt: skip
+
+    def lora_params(self, rank: int, targets: Iterable[str]) -> int:
+        """LoRA's A (rank x in) and B (out x rank) on each targeted projection of every layer."""
+        shapes = self.projection_shapes()
+        return self.layers * sum(rank * sum(shapes[name]) for name in targets if name in shapes)
 
     @property
     def params(self) -> int:

@@ -116,3 +116,7 @@ def test_the_forecasts_architecture_counts_what_the_trainer_counts_on_a_real_mod
     )  # fmt: skip
     assert architecture.matmul_params == FlopModel.from_model(eager_model, config).matmul_params
     assert architecture.params == sum(param.numel() for param in eager_model.parameters())
+    train = TrainConfig(peft=True, peft_r=8, peft_dropout=0.0, peft_target_modules="q_proj,v_proj,down_proj")
+    lora = apply_lora(eager_model, train)
+    trainable = sum(param.numel() for param in lora.parameters() if param.requires_grad)
+    assert architecture.lora_params(train.peft_r, train.target_modules) == trainable

@@ -126,3 +126,29 @@ def test_a_job_that_cannot_fit_says_so():
     (dev,) = stack_forecasts_of_dev()
     assert dev.memory.total < 180e9 and "DOES NOT FIT" not in "\n".join(dev.lines())
     assert dev.to_json()["memoryGbPerGpu"] == pytest.approx(dev.memory.total / 1e9, abs=0.1)
+
+
+def test_lora_gathers_every_weight_but_reduces_and_keeps_state_only_for_the_adapters():
+    from preflight.forecast import memory
+
+    adapters = LLAMA_70B.lora_params(16, ("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert adapters == 80 * 16 * ((8192 + 8192) * 2 + (8192 + 1024) * 2)
+    full = FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=8, seq_len=512, accumulation=8)
+    lora = FsdpRun(**{**full.__dict__, "lora_params": adapters})
+    assert forecast(lora, NODE).reduced_bytes_per_step == pytest.approx(8 * adapters * 4 * 15 / 16)
+    assert forecast(lora, NODE).gathered_bytes_per_step > forecast(full, NODE).gathered_bytes_per_step
+    assert forecast(lora, NODE).flops_per_step < forecast(full, NODE).flops_per_step
+    assert memory(lora, 8).states == pytest.approx((LLAMA_70B.params * 2 + adapters * 8) / 16)
+
+
+def test_a_lora_job_is_forecast():
+    from components.config.load import load_stack_config
+    from preflight.forecast_report import stack_forecasts
+    from preflight.stack_files import read_stack_files
+    from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
+
+    values = dev_config_values()
+    values["trainyard:jobs"]["fsdp"][0]["args"]["lora"] = "true"
+    files = read_stack_files(PROJECT_DIR, "dev")
+    (lora,) = stack_forecasts(load_stack_config({**files.config, **as_engine_config(values)}, "dev"))
+    assert lora.run.lora_params > 0 and "LoRA (" in lora.lines()[0]
