@@ -9,8 +9,9 @@ The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
 - overlap: FSDP2 prefetches the next layer's all-gather during this layer's compute, and reduce-scatters
   during the backward, so a micro-batch takes max(compute, communication) plus what cannot overlap, the first
   layer's all-gather and the last layer's reduce-scatter.
-The lower bound takes compute at the full peak and links at their full rate. Not modelled: the optimizer
-step (memory-bound, milliseconds), data loading, activation recompute (off by default in the trainer).
+The lower bound takes compute at the full peak and links at their full rate. With activation checkpointing
+the forward runs twice (the second time is work, not model FLOPs: MFU leaves it out). Not modelled: the
+optimizer step (memory-bound, milliseconds), data loading.
 """
 
 from __future__ import annotations
@@ -102,13 +103,16 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
     link, bandwidth = (
         ("NVLink", hardware.nvlink_bytes_per_s) if run.nodes == 1 else ("RDMA", hardware.network_bytes_per_s)
     )
-    micro_flops = flop_model(run).training_flops([run.seq_len] * run.rows_per_gpu)
+    lengths = [run.seq_len] * run.rows_per_gpu
+    micro_flops = flop_model(run).training_flops(lengths)
+    # Activation checkpointing runs each layer's forward again in the backward: work the GPU does, not model FLOPs.
+    recompute = flop_model(run).forward_flops(lengths) if run.activation_checkpointing else 0.0
     gathered = 2 * run.all_params * PARAM_BYTES * ring  # forward and backward, frozen weights too
     reduced = run.trainable_params * GRAD_BYTES * ring  # only what has a gradient
     syncs = run.accumulation if run.sync_every_micro_batch else 1
     gathered_step, reduced_step = run.accumulation * gathered, syncs * reduced
-    compute_s = run.accumulation * micro_flops / (hardware.peak_flops * efficiency)
-    best_compute_s = run.accumulation * micro_flops / hardware.peak_flops
+    compute_s = run.accumulation * (micro_flops + recompute) / (hardware.peak_flops * efficiency)
+    best_compute_s = run.accumulation * (micro_flops + recompute) / hardware.peak_flops
     communication_s = (gathered_step + reduced_step) / bandwidth
     exposed_s = run.accumulation * (gathered / 2 + reduced) / arch.layers / bandwidth
     return Forecast(

@@ -242,11 +242,8 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
     assert "--rdzv_endpoint=llama31-70b-fsdp-0a1b2c-0.llama31-70b-fsdp:29400" in launch
     trainer_flags = [word for word in launch[launch.index("workloads.fsdp.train") + 1 :] if word]
     config = parse_config(trainer_flags, environ={})
-    assert (config.model_id, config.per_device_train_batch_size, config.max_seq_length) == (
-        "meta-llama/Llama-3.1-70B",
-        8,
-        512,
-    )
+    shape = (config.per_device_train_batch_size, config.gradient_accumulation_steps, config.activation_checkpointing)
+    assert (config.model_id, config.max_seq_length, shape) == ("meta-llama/Llama-3.1-70B", 512, (32, 2, True))
     assert config.output_dir == "/data/fsdp/llama31-70b-fsdp/llama31-70b-fsdp-0a1b2c"
 
 
