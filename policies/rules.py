@@ -26,7 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import exposure_rules, gcp_rules, identity_rules, kube_rules, stack_rules
+from policies import exposure_rules, gcp_rules, identity_rules, kube_rules, kueue_rules, stack_rules
 
 PACK_NAME = "trainyard"
 PACK_VERSION = "0.1.0"
@@ -141,12 +141,12 @@ POLICIES: list[Policy] = [
     resource_policy(kube_rules.no_secret_literals),
     resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
-    stack_policy(stack_rules.dws_workloads_use_kueue),
-    stack_policy(stack_rules.queued_provisioning_has_kueue),
+    stack_policy(kueue_rules.dws_workloads_use_kueue),
+    stack_policy(kueue_rules.queued_provisioning_has_kueue),
     stack_policy(stack_rules.ray_worker_groups_match_pools),
     stack_policy(stack_rules.jax_trainer_workers_match_slices),
-    stack_policy(stack_rules.kueue_quotas_match_pools),
-    stack_policy(stack_rules.topology_requests_name_a_level),
+    stack_policy(kueue_rules.kueue_quotas_match_pools),
+    stack_policy(kueue_rules.topology_requests_name_a_level),
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),

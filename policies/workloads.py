@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pulumi_policy import StackValidationArgs
+
 from components.facts.gke import ACCELERATOR_RESOURCES
-from policies.pools import MODELED_LABELS, PLATFORM_LABEL_PREFIXES, PoolFacts
+from policies.pools import MODELED_LABELS, PLATFORM_LABEL_PREFIXES, PoolFacts, stack_pools
 from policies.props import as_number, entries, has_unknown, is_unknown, items, lookup
 
 _POD_SPEC_PATHS = {
@@ -195,3 +197,17 @@ def uncertain(kind: str, props: Any) -> bool:
         ):
             return True
     return is_unknown(lookup(props, "spec.entrypoint"))
+
+
+def stack_objects(args: StackValidationArgs, kind: str) -> list[Any]:
+    return [r for r in args.resources if kind_of(r.resource_type) == kind]
+
+
+def known_pools(args: StackValidationArgs) -> list[PoolFacts] | None:
+    """The stack's pools, or None when any pool's facts are unknown during preview (cannot judge yet)."""
+    pools = stack_pools(args.resources)
+    return None if any(pool.uncertain for pool in pools) else pools
+
+
+def any_uncertain(args: StackValidationArgs, *kinds: str) -> bool:
+    return any(uncertain(kind, r.props) for kind in kinds for r in stack_objects(args, kind))
