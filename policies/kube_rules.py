@@ -30,6 +30,16 @@ DEFAULT_MAX_AWAIT_SECONDS = 600
 HOST_LEVEL_WORKLOADS = (f"{NCCL_INSTALLER_NAMESPACE}/{NCCL_INSTALLER_NAME}",)
 
 
+def unlisted_workload(args: ResourceValidationArgs, allow_list: str) -> tuple[str, str] | None:
+    """(kind, namespace/name) of a Kubernetes workload the pack config's `allow_list` does not name; None for
+    anything else (not Kubernetes, or listed). The list defaults to the host-level workloads."""
+    kind = kind_of(args.resource_type)
+    workload = workload_id(args.props, args.name)
+    if kind is None or workload in args.get_config().get(allow_list, list(HOST_LEVEL_WORKLOADS)):
+        return None
+    return kind, workload
+
+
 def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """Privileged containers only in workloads the pack config names (allowedPrivileged).
 
@@ -38,12 +48,10 @@ def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation
     (docs/cloud-facts.md: privileges). Anywhere else privilege is a node takeover waiting to happen, and asking
     for an accelerator does not change that.
     """
-    kind = kind_of(args.resource_type)
-    if kind is None:
+    target = unlisted_workload(args, "allowedPrivileged")
+    if target is None:
         return
-    workload = workload_id(args.props, args.name)
-    if workload in args.get_config().get("allowedPrivileged", list(HOST_LEVEL_WORKLOADS)):
-        return
+    kind, workload = target
     for template in pod_templates(kind, args.props):
         for container in containers(template.spec):
             if is_true(lookup(container, "securityContext.privileged")):
@@ -63,12 +71,10 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
     Each reaches past the container into the node: its processes, its network, or files the next pod (or
     the kubelet) will trust. Read-only hostPath mounts are allowed everywhere.
     """
-    kind = kind_of(args.resource_type)
-    if kind is None:
+    target = unlisted_workload(args, "allowedHostAccess")
+    if target is None:
         return
-    workload = workload_id(args.props, args.name)
-    if workload in args.get_config().get("allowedHostAccess", list(HOST_LEVEL_WORKLOADS)):
-        return
+    kind, workload = target
     for template in pod_templates(kind, args.props):
         used = [field for field in HOST_NAMESPACES if is_true(lookup(template.spec, field))]
         host_paths = {

@@ -73,6 +73,12 @@ QUANTITY_SUFFIXES = MappingProxyType({
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
 })  # fmt: skip
 
+# Kubernetes labels every namespace, and KubeRay every pod, with these.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+# The Ray head's ports: GCS, the dashboard (also the job API, which the KubeRay operator polls) and the client.
+RAY_HEAD_PORTS = MappingProxyType({"gcs-server": 6379, "dashboard": 8265, "client": 10001})
+
 # Kueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"

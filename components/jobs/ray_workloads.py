@@ -19,6 +19,7 @@ from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
     METADATA_SERVER_LABEL,
+    RAY_HEAD_PORTS,
     SKIP_AWAIT,
     TPU_RESOURCE,
     WORKLOAD_LABEL,
@@ -36,7 +37,6 @@ TRAINER_MODULE = "workloads.maxtext.train"
 # The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
 GCS_FUSE_MOUNT_OPTIONS = f"implicit-dirs,{FUSE_OWNER_OPTIONS},file-cache:max-size-mb:-1"
 METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
-HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
 
 
 def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]:
@@ -141,7 +141,7 @@ class RayPods:
         container = {
             "name": "ray-head",
             "image": self._image,
-            "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
+            "ports": [{"containerPort": port, "name": name} for name, port in RAY_HEAD_PORTS.items()],
             "resources": {
                 "limits": {"memory": ray.head_memory},
                 "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},

@@ -149,10 +149,6 @@ def host_library_mounts() -> list[k8s.core.v1.VolumeMountArgs]:
     ]
 
 
-def _snake(mount: dict) -> dict:
-    return {"name": mount["name"], "mount_path": mount["mountPath"], "read_only": mount["readOnly"]}
-
-
 def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
     return {DEFAULT_INTERFACE_ANNOTATION: "eth0", INTERFACES_ANNOTATION: pod_interfaces(pool.machine)}
 
@@ -222,7 +218,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                 *host_library_mounts(),
                 k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT),
                 k8s.core.v1.VolumeMountArgs(name="cache", mount_path=CACHE_MOUNT),
-                k8s.core.v1.VolumeMountArgs(**_snake(self._code.mount())),
+                k8s.core.v1.VolumeMountArgs(**snake(self._code.mount())),
             ],
         )
         max_run = {MAX_RUN_ANNOTATION: str(job.max_run_duration_seconds)}

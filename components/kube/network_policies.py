@@ -20,10 +20,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
+from components.facts.gke import NAMESPACE_NAME_LABEL, RAY_HEAD_PORTS, RAY_NODE_TYPE_LABEL
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every namespace
-RAY_NODE_TYPE_LABEL = "ray.io/node-type"
-RAY_DASHBOARD_PORT = 8265
 GMP_NAMESPACE = "gmp-system"
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
@@ -53,7 +51,7 @@ def policy_specs(config: StackConfig) -> dict[str, dict[str, Any]]:
         "allow-ray-dashboard": {
             "podSelector": {"matchLabels": {RAY_NODE_TYPE_LABEL: "head"}},
             "policyTypes": ["Ingress"],
-            "ingress": [{"ports": [tcp(RAY_DASHBOARD_PORT)]}],
+            "ingress": [{"ports": [tcp(RAY_HEAD_PORTS["dashboard"])]}],
         },
         "allow-metrics-scraping": {
             "podSelector": {},

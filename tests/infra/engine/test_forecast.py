@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
 from preflight.__main__ import main as preflight_main
 from preflight.forecast import FsdpRun, Hardware, forecast
 from preflight.forecast_report import stack_forecasts
+from preflight.stack_files import read_stack_files
+from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 LLAMA_8B, LLAMA_70B = ARCHITECTURES["meta-llama/Llama-3.1-8B"], ARCHITECTURES["meta-llama/Llama-3.1-70B"]
 NODE = Hardware("test GPU", peak_flops=1e15, gpus_per_node=8, nvlink_bytes_per_s=400e9, network_bytes_per_s=40e9)
@@ -57,13 +60,13 @@ def test_the_dev_fine_tune_is_forecast(capsys):
     assert "-bound" in out and "MFU" in out and "with activation checkpointing" in out
 
 
-def stack_forecasts_of_dev():
-    from components.config.load import load_stack_config
-    from preflight.stack_files import read_stack_files
-    from tests.infra.helpers.plans import PROJECT_DIR
-
+def stack_forecasts_of_dev(edit=None):
+    """The dev stack's forecasts, after `edit` changes its config values."""
+    values = dev_config_values()
+    if edit:
+        edit(values)
     files = read_stack_files(PROJECT_DIR, "dev")
-    return stack_forecasts(load_stack_config(files.config, "dev"))
+    return stack_forecasts(load_stack_config({**files.config, **as_engine_config(values)}, "dev"))
 
 
 def test_skipping_gradient_sync_is_offered_only_where_the_unsharded_gradients_fit():
@@ -114,16 +117,11 @@ def test_memory_counts_sharded_states_activations_logits_and_gathered_layers():
 
 
 def test_a_job_that_cannot_fit_says_so():
-    from components.config.load import load_stack_config
-    from preflight.forecast_report import stack_forecasts
-    from preflight.stack_files import read_stack_files
-    from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
+    def crowd(values):
+        args = values["trainyard:jobs"]["fsdp"][0]["args"]
+        args.update({"per-device-train-batch-size": "32", "activation-checkpointing": "false"})
 
-    values = dev_config_values()
-    values["trainyard:jobs"]["fsdp"][0]["args"].update({"per-device-train-batch-size": "32"})
-    values["trainyard:jobs"]["fsdp"][0]["args"]["activation-checkpointing"] = "false"
-    files = read_stack_files(PROJECT_DIR, "dev")
-    (crowded,) = stack_forecasts(load_stack_config({**files.config, **as_engine_config(values)}, "dev"))
+    (crowded,) = stack_forecasts_of_dev(crowd)
     assert crowded.memory.total > 180e9
     assert "DOES NOT FIT" in crowded.lines()[4]
     (dev,) = stack_forecasts_of_dev()
@@ -145,15 +143,7 @@ def test_lora_gathers_every_weight_but_reduces_and_keeps_state_only_for_the_adap
 
 
 def test_a_lora_job_is_forecast():
-    from components.config.load import load_stack_config
-    from preflight.forecast_report import stack_forecasts
-    from preflight.stack_files import read_stack_files
-    from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
-
-    values = dev_config_values()
-    values["trainyard:jobs"]["fsdp"][0]["args"]["lora"] = "true"
-    files = read_stack_files(PROJECT_DIR, "dev")
-    (lora,) = stack_forecasts(load_stack_config({**files.config, **as_engine_config(values)}, "dev"))
+    (lora,) = stack_forecasts_of_dev(lambda values: values["trainyard:jobs"]["fsdp"][0]["args"].update(lora="true"))
     assert lora.run.lora_params > 0 and "LoRA (" in lora.lines()[0]
 
 
