@@ -70,6 +70,12 @@ def compile_topology_name(accelerator_type: str, topology: str) -> str:
 
 def compile_train_step(maxtext_argv: Sequence[str]) -> HbmNeed:
     """Compile the train step MaxText would run for `maxtext_argv` (which must name compile_topology)."""
+    compiled, _ = compile_executable(maxtext_argv)
+    return _hbm_need(compiled.memory_analysis())
+
+
+def compile_executable(maxtext_argv: Sequence[str]):
+    """The compiled train step and MaxText's config for it (`maxtext_argv` must name compile_topology)."""
     # No TPU is attached, so several processes may compile at once; libtpu's lockfile would refuse the second
     # one ("Internal error when accessing libtpu multi-process lockfile") for as long as the first is alive.
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
@@ -115,7 +121,7 @@ def compile_train_step(maxtext_argv: Sequence[str]) -> HbmNeed:
         if "resource_exhausted" in str(error).lower():
             raise CompilerOutOfMemory(str(error)) from error
         raise
-    return _hbm_need(compiled.memory_analysis())
+    return compiled, config
 
 
 def _hbm_need(stats) -> HbmNeed:
