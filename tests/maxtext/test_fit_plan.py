@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 
+from workloads.maxtext.fit_cache import cache_key, cached_verdict
 from workloads.maxtext.fit_plan import maxtext_jobs
 
 TINY = [
@@ -70,24 +71,22 @@ def test_plan_jobs_keep_slice_facts_and_arguments_and_drop_the_rest():
     assert args == ["model_name=llama3-8b", "dcn_data_parallelism=-1"]
 
 
-def test_one_job_that_does_not_fit_fails_the_check(repo_root, tmp_path):
+def test_one_job_that_does_not_fit_fails_the_check_and_each_verdict_is_cached(repo_root, tmp_path):
+    plan_json = {
+        "manifests": [
+            ray_job("small", V6E_4, [*TINY, "per_device_batch_size=2", "steps=40"]),
+            ray_job(
+                "huge",
+                V6E_4,
+                [*TINY[:-2], "vocab_size=131072", "max_target_length=8192", "per_device_batch_size=64"],
+            ),
+        ]
+    }
     plan = tmp_path / "plan.json"
-    plan.write_text(
-        json.dumps(
-            {
-                "manifests": [
-                    ray_job("small", V6E_4, [*TINY, "per_device_batch_size=2"]),
-                    ray_job(
-                        "huge",
-                        V6E_4,
-                        [*TINY[:-2], "vocab_size=131072", "max_target_length=8192", "per_device_batch_size=64"],
-                    ),
-                ]
-            }
-        )
-    )
+    plan.write_text(json.dumps(plan_json))
+    cache = tmp_path / "cache"
     run = subprocess.run(
-        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)],
+        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan), "--cache", str(cache)],
         cwd=repo_root,
         capture_output=True,
         text=True,
@@ -97,6 +96,26 @@ def test_one_job_that_does_not_fit_fails_the_check(repo_root, tmp_path):
     assert run.returncode == 1, run.stderr[-3000:]
     assert "fit-check small on 1 x v6e-4" in run.stdout and "fits" in run.stdout
     assert "fit-check: 1 of 2 jobs fit; not: huge" in run.stdout
+    (_, small_argv), (_, huge_argv) = maxtext_jobs(plan_json)
+    verdict = cached_verdict(cache, cache_key(small_argv, repo_root))
+    assert verdict["fits"] and verdict["name"] == "small"
+    work = verdict["cost"]
+    # 2 rows of 64 tokens per chip; the compiled matrix work includes the rematerialized forward pass.
+    assert work["tokens"] == 128 and work["steps"] == 40
+    assert work["matmul_flops"] > work["model_flops"] > 0 and work["ici_bytes"] > 0 and work["dcn_bytes"] == 0
+    refused = cached_verdict(cache, cache_key(huge_argv, repo_root))
+    assert not refused["fits"] and refused["cost"] is None
+
+
+def test_the_cache_key_follows_what_decides_the_compiled_step(repo_root):
+    ((_, argv),) = maxtext_jobs({"manifests": [ray_job("a", V6E_4, [*TINY, "per_device_batch_size=2", "steps=4"])]})
+    renamed = [("run-b" if word == "a" else word) for word in argv] + ["run_name=b", "checkpoint_period=7"]
+    assert cache_key(renamed, repo_root) == cache_key(argv, repo_root)
+    assert cache_key([word.replace("steps=4", "steps=99") for word in argv], repo_root) == cache_key(argv, repo_root)
+    bigger = [word.replace("per_device_batch_size=2", "per_device_batch_size=4") for word in argv]
+    assert cache_key(bigger, repo_root) != cache_key(argv, repo_root)
+    other_topology = [word.replace("2x2", "2x4") for word in argv]
+    assert cache_key(other_topology, repo_root) != cache_key(argv, repo_root)
 
 
 def test_plan_without_maxtext_jobs_exits_2(repo_root, tmp_path):

@@ -68,12 +68,6 @@ def compile_topology_name(accelerator_type: str, topology: str) -> str:
     return known[topology]
 
 
-def compile_train_step(maxtext_argv: Sequence[str]) -> HbmNeed:
-    """Compile the train step MaxText would run for `maxtext_argv` (which must name compile_topology)."""
-    compiled, _ = compile_executable(maxtext_argv)
-    return _hbm_need(compiled.memory_analysis())
-
-
 def compile_executable(maxtext_argv: Sequence[str]):
     """The compiled train step and MaxText's config for it (`maxtext_argv` must name compile_topology)."""
     # No TPU is attached, so several processes may compile at once; libtpu's lockfile would refuse the second
@@ -124,7 +118,7 @@ def compile_executable(maxtext_argv: Sequence[str]):
     return compiled, config
 
 
-def _hbm_need(stats) -> HbmNeed:
+def hbm_need(stats) -> HbmNeed:
     return HbmNeed(
         argument_bytes=stats.argument_size_in_bytes,
         output_bytes=stats.output_size_in_bytes,

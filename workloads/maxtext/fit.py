@@ -24,10 +24,11 @@ from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxte
 from workloads.maxtext.compile_memory import (
     CompilerOutOfMemory,
     FitCheckError,
-    HbmNeed,
+    compile_executable,
     compile_topology_name,
-    compile_train_step,
+    hbm_need,
 )
+from workloads.maxtext.hlo_cost import StepWork, step_cost
 from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
 from workloads.maxtext.slices import SliceFacts, SliceFactsError
 
@@ -54,6 +55,7 @@ class FitVerdict:
     available_bytes: float
     compile_seconds: float
     compiler_error: str | None = None
+    cost: StepWork | None = None  # what each chip does per step, for the forecast; None when it did not compile
 
     @property
     def fits(self) -> bool:
@@ -103,18 +105,35 @@ def check_fit(name: str, facts: SliceFacts, maxtext_args: Sequence[str], availab
     target = compile_topology_name(facts.accelerator_type, facts.topology)
     started = time.monotonic()
     try:
-        need: HbmNeed | None = compile_train_step(argv)
-        compiler_error = None
+        compiled, config = compile_executable(argv)
     except CompilerOutOfMemory as error:
-        need, compiler_error = None, str(error).strip().splitlines()[0]
+        return FitVerdict(name, target, facts.lowest_slices, None, available_bytes,
+                          round(time.monotonic() - started, 1), str(error).strip().splitlines()[0])  # fmt: skip
     return FitVerdict(
         name=name,
         target=target,
         slices=facts.lowest_slices,
-        needed_bytes=None if need is None else need.total_bytes,
+        needed_bytes=hbm_need(compiled.memory_analysis()).total_bytes,
         available_bytes=available_bytes,
         compile_seconds=round(time.monotonic() - started, 1),
-        compiler_error=compiler_error,
+        cost=step_work(compiled.as_text(), config, facts.lowest_slices),
+    )
+
+
+def step_work(hlo_text: str, config, slices: int) -> StepWork:
+    from maxtext.utils import maxtext_utils
+
+    cost = step_cost(hlo_text, slices)
+    model_tflops = maxtext_utils.calculate_tflops_training_per_device(config, log=False)[0]
+    return StepWork(
+        matmul_flops=cost.matmul_flops,
+        hbm_bytes=cost.hbm_bytes,
+        ici_bytes=cost.link_bytes("ici"),
+        dcn_bytes=cost.link_bytes("dcn"),
+        model_flops=model_tflops * 1e12,
+        tokens=round(config.per_device_batch_size * config.max_target_length),
+        steps=config.steps,
+        unknown_trip_counts=cost.unknown_trip_counts,
     )
 
 

@@ -5,8 +5,9 @@
 
 Each RayJob in the plan's manifests that runs `workloads.maxtext.train` is compiled by `workloads.maxtext.fit`
 with the same slice facts and MaxText arguments, one at a time, in its own process (compiles hold GBs).
-Exit 0 when every job fits, 1 when one does not (or its compile fails), 2 when the plan has none or
-cannot be read.
+Each verdict is kept in .cache/fit-check/ (workloads/maxtext/fit_cache.py), where preflight finds it for the
+job's forecast. Exit 0 when every job fits, 1 when one does not (or its compile fails), 2 when the plan has
+none or cannot be read.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.maxtext.cli import add_slice_flags, split_maxtext_args
+from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, save_verdict
 
 TRAINER_MODULE = "workloads.maxtext.train"
 
@@ -50,9 +52,23 @@ def _slice_flags(flags: list[str]) -> list[str]:
     return kept
 
 
+def _fit(fit_argv: list[str], cache_dir: Path) -> bool:
+    """Runs the fit check for one job, prints its verdict and caches it; True when the job fits."""
+    flags, maxtext_args = split_maxtext_args(fit_argv)
+    command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
+    result = subprocess.run(command, check=False, stdout=subprocess.PIPE, text=True)
+    for line in result.stdout.splitlines():
+        if line.startswith("{"):
+            save_verdict(cache_dir, cache_key(fit_argv, Path.cwd()), json.loads(line))
+        else:
+            print(line, flush=True)
+    return result.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workloads.maxtext.fit_plan", description=__doc__.splitlines()[0])
     parser.add_argument("plan", type=Path, help="plan JSON written by `python -m preflight --json`")
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR, help=f"where verdicts are kept (default {CACHE_DIR})")
     args = parser.parse_args(argv)
     try:
         jobs = list(maxtext_jobs(json.loads(args.plan.read_text())))
@@ -65,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name, fit_argv in jobs:
         print(f"fit-check: compiling {name} ...", flush=True)
-        result = subprocess.run([sys.executable, "-m", "workloads.maxtext.fit", *fit_argv], check=False)
-        if result.returncode != 0:
+        if not _fit(fit_argv, args.cache):
             failed.append(name)
     print(
         f"fit-check: {len(jobs) - len(failed)} of {len(jobs)} jobs fit"

@@ -22,7 +22,9 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 BYTES_PER_ELEMENT = {
     "pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8,
@@ -94,6 +96,24 @@ class StepCost:
 
     def link_bytes(self, network: str) -> float:
         return sum(c.link_bytes for c in self.collectives if c.network == network)
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """Per chip and step: the compiled step's cost with MaxText's own counts beside it (the fit check's `cost`)."""
+
+    matmul_flops: float  # as compiled: rematerialized forward passes included
+    hbm_bytes: float
+    ici_bytes: float  # sent over ICI links
+    dcn_bytes: float  # sent over the data-center network, to other slices
+    model_flops: float  # MaxText's own count (forward and backward), what MFU divides
+    tokens: int
+    steps: int  # the job's configured steps
+    unknown_trip_counts: int = 0
+
+    @classmethod
+    def from_json(cls, cost: Mapping[str, Any]) -> StepWork:
+        return cls(**{name: cost[name] for name in cls.__dataclass_fields__ if name in cost})
 
 
 def array_bytes(shape: str) -> float:
