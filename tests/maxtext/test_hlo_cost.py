@@ -100,3 +100,21 @@ def test_data_parallel_slices_all_reduce_gradients_over_dcn():
     assert dcn and {c.kind for c in dcn} == {"all-reduce"} and {c.group_size for c in dcn} == {2}
     # Every chip exchanges at least its shard of the bf16 gradients: ~37k parameters over 4 chips.
     assert cost.link_bytes("dcn") > 2 * 37_000 / 4
+
+
+def test_flash_attention_runs_in_kernels_the_hlo_has_no_flops_for_and_the_rest_is_still_counted():
+    from maxtext.utils import maxtext_utils
+
+    blocks = [f"sa_block_{name}=512" for name in ("q", "kv", "kv_compute", "q_dkv", "kv_dkv", "kv_dkv_compute")]
+    shape = ["base_emb_dim=256", "base_num_query_heads=2", "base_num_kv_heads=2", "base_mlp_dim=512"]
+    shape += ["head_dim=128", "base_num_decoder_layers=2", "vocab_size=256", "per_device_batch_size=1"]
+    own = ["max_target_length=512", "attention=flash", "enable_tensorboard=false", "compile_topology=v6e-4"]
+    own += ["compile_topology_num_slices=1", "base_output_directory=/tmp/trainyard-hlo-cost"]
+    compiled, config = compile_executable([*shape, *blocks, *own])
+    cost = step_cost(compiled.as_text())
+    # Each kernel's backend config spans several lines of the module's text; the parse keeps every computation.
+    assert cost.attention_kernels >= 2 * 2 and cost.unknown_trip_counts == 0
+    total, learnable, _ = maxtext_utils.calculate_tflops_training_per_device(config, log=False)
+    # The projections and MLP, forward and backward, with at most one rematerialized forward.
+    assert learnable * 1e12 < cost.matmul_flops < learnable * 1e12 * 4 / 3 * 1.05
+    assert learnable < total

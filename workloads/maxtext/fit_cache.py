@@ -21,6 +21,7 @@ KEYED_FILES = (
     "workloads/maxtext/requirements.txt",
     "workloads/maxtext/constraints.txt",
     "workloads/maxtext/compile_memory.py",
+    "workloads/maxtext/fit.py",
     "workloads/maxtext/hlo_cost.py",
 )
 # MaxText arguments that name, place or schedule the run without changing its step.

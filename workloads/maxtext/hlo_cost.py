@@ -93,6 +93,7 @@ class StepCost:
     hbm_bytes: float
     collectives: tuple[Collective, ...]
     unknown_trip_counts: int  # while loops counted once because their trip count was not found
+    attention_kernels: int = 0  # Pallas attention kernels run per step: their FLOPs are not in the HLO
 
     def link_bytes(self, network: str) -> float:
         return sum(c.link_bytes for c in self.collectives if c.network == network)
@@ -139,19 +140,28 @@ def parse_module(text: str) -> tuple[dict[str, Computation], str]:
     computations: dict[str, Computation] = {}
     entry = ""
     current: Computation | None = None
+    pending: list[str] = []  # one instruction's lines: a kernel's backend config may span several
+
+    def flush() -> None:
+        instruction = _parse_instruction("\n".join(pending)) if pending else None
+        if current is not None and instruction is not None:
+            current.instructions[instruction.name] = instruction
+        pending.clear()
+
     for line in text.splitlines():
         if current is None:
             header = _COMPUTATION.match(line)
             if header and line.rstrip().endswith("{"):
                 current = computations.setdefault(header.group(1), Computation(header.group(1)))
                 entry = header.group(1) if line.startswith("ENTRY") else entry
-            continue
-        if line.startswith("}"):
+        elif line.strip() == "}":
+            flush()
             current = None
-            continue
-        instruction = _parse_instruction(line)
-        if instruction is not None:
-            current.instructions[instruction.name] = instruction
+        elif _INSTRUCTION.match(line):
+            flush()
+            pending.append(line)
+        elif pending:
+            pending.append(line)
     for computation in computations.values():
         for instruction in computation.instructions.values():
             if instruction.opcode == "fusion":
@@ -263,6 +273,7 @@ def step_cost(hlo_text: str, slices: int = 1) -> StepCost:
     computations, entry = parse_module(hlo_text)
     counts, unknown = executions(computations, entry)
     flops = hbm = 0.0
+    kernels = 0
     collectives: list[Collective] = []
     for computation in computations.values():
         runs = counts.get(computation.name, 0)
@@ -271,15 +282,29 @@ def step_cost(hlo_text: str, slices: int = 1) -> StepCost:
         shapes = {name: instruction.shape for name, instruction in computation.instructions.items()}
         for instruction in computation.instructions.values():
             flops += runs * matmul_flops(instruction, shapes)
+            kernels += runs * _is_attention_kernel(instruction)
             if not computation.fused and instruction.opcode not in _NO_TRAFFIC:
                 hbm += runs * _traffic(instruction, shapes)
             collective = _collective(instruction, computation, shapes, runs, slices)
             if collective is not None:
                 collectives.append(collective)
-    return StepCost(flops, hbm, tuple(collectives), unknown)
+    return StepCost(flops, hbm, tuple(collectives), unknown, kernels)
+
+
+def _is_attention_kernel(instruction: Instruction) -> bool:
+    """A Mosaic (Pallas) kernel MaxText's flash attention runs: splash attention's forward or backward."""
+    return 'custom_call_target="tpu_custom_call"' in instruction.attributes and (
+        "splash" in instruction.name or "flash" in instruction.name
+    )
 
 
 def _traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
+    if instruction.opcode.endswith(("-start", "-done")):
+        return 0.0  # asynchronous: collectives (counted as network) and transfers to and from host memory
+    if instruction.opcode == "dynamic-update-slice":  # in place: reads and writes only the update
+        return 2 * array_bytes(shapes.get(instruction.operands[1], ""))
+    if instruction.opcode == "dynamic-slice":
+        return 2 * array_bytes(instruction.shape)
     read = sum(array_bytes(shapes.get(operand, "")) for operand in instruction.operands)
     return read + array_bytes(instruction.shape)
 
