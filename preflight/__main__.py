@@ -23,7 +23,7 @@ from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight import policy_runner, provider_inputs
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.forecast_report import JobForecast, NoForecast, stack_forecasts
+from preflight.forecast_report import AnyForecast, stack_forecasts
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.placement import PlacementProblem, check_placement
 from preflight.plan import Plan, plan_stack
@@ -46,7 +46,7 @@ class Verdict:
     provider_inputs: list[ProviderInputProblem]
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
-    forecast: list[JobForecast | NoForecast] = field(default_factory=list)
+    forecast: list[AnyForecast] = field(default_factory=list)
     strict_schemas: bool = False
 
     @property
@@ -132,7 +132,7 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     say("\nCost (USD per hour):")
     say(cost.render_table(verdict.cost))
     if verdict.forecast:
-        say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP forecast):")
+        say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
         say_each(line for result in verdict.forecast for line in result.lines())
 
 

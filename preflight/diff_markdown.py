@@ -189,14 +189,18 @@ def _forecast_cell(forecast: dict[str, Any] | None) -> str:
     if "none" in forecast:
         return f"no forecast ({forecast['none']})"
     about = "~" if forecast["priceEstimated"] else ""
-    return (
-        f"{forecast['stepSeconds']:.1f} s/step, {forecast['tokensPerSecondPerGpu']:,.0f} tokens/s/GPU, "
-        f"MFU {forecast['mfu']:.1%}, {about}${forecast['usdPerWindow']:,.0f} per window"
-    )
+    if "tokensPerSecondPerChip" in forecast:  # a MaxText job: its configured steps on TPU slices
+        throughput, dollars = f"{forecast['tokensPerSecondPerChip']:,.0f} tokens/s/chip", "per run"
+        usd = forecast["usdPerRun"]
+    else:  # an FSDP job: its DWS window
+        throughput, dollars = f"{forecast['tokensPerSecondPerGpu']:,.0f} tokens/s/GPU", "per window"
+        usd = forecast["usdPerWindow"]
+    step = f"{forecast['stepSeconds']:.1f} s/step"
+    return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}"
 
 
 def _forecast_section(diff: PlanDiff) -> list[str]:
-    """The FSDP jobs whose forecast the change moves (python -m preflight forecast)."""
+    """The jobs whose forecast the change moves (python -m preflight forecast)."""
     base = {forecast["job"]: forecast for forecast in diff.base_forecast}
     head = {forecast["job"]: forecast for forecast in diff.head_forecast}
     jobs = [job for job in {**base, **head} if base.get(job) != head.get(job)]

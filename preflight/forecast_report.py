@@ -1,4 +1,7 @@
-"""The forecast of each FSDP job of a stack: its step, throughput, MFU, and what its DWS window buys.
+"""The forecast of each job of a stack: its step, throughput, MFU, and what its run or DWS window costs.
+
+FSDP jobs are forecast from their shape (preflight/forecast.py); MaxText jobs from their compiled step, once
+`make fit-check` has compiled them (preflight/maxtext_forecast_report.py).
 
 .venv/bin/python -m preflight forecast [--stack dev]
 """
@@ -18,6 +21,7 @@ from components.facts import cost
 from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast import Forecast, FsdpRun, Hardware, Memory, forecast, memory
+from preflight.maxtext_forecast_report import MaxTextJobForecast, maxtext_forecasts
 from preflight.stack_files import read_stack_files
 from workloads.fsdp.config import parse_config
 
@@ -157,9 +161,18 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     )  # fmt: skip
 
 
-def stack_forecasts(config: StackConfig) -> list[JobForecast | NoForecast]:
+AnyForecast = JobForecast | MaxTextJobForecast | NoForecast
+
+
+def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyForecast]:
+    """Every enabled job's forecast; MaxText jobs' from the fit-check cache under `root` (default: here)."""
     prices = cost.load_prices()
-    return [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
+    fsdp = [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
+    maxtext = [
+        NoForecast(job, result) if isinstance(result, str) else result
+        for job, result in maxtext_forecasts(config, prices, root or Path.cwd())
+    ]
+    return [*fsdp, *maxtext]
 
 
 def plan_forecasts(plan_json: Mapping[str, Any]) -> list[dict[str, Any]]:

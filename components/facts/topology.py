@@ -28,6 +28,11 @@ class TpuGeneration:
     chips_per_machine_type: dict[str, int]
     # Allowed machine types per topology; the first is the default.
     machine_types_by_topology: dict[str, tuple[str, ...]]
+    # Per chip, for the forecast (docs/cloud-facts.md: TPU v6e for the forecast): HBM bandwidth, what a chip
+    # sends over its ICI links at once (half the bidirectional figure) and its share of the hosts' DCN NICs.
+    hbm_bytes_per_s_per_chip: float = 0.0
+    ici_bytes_per_s_per_chip: float = 0.0
+    dcn_bytes_per_s_per_chip: float = 0.0
 
     @property
     def topologies(self) -> tuple[str, ...]:
@@ -43,6 +48,9 @@ TPU_GENERATIONS: dict[str, TpuGeneration] = {
         ray_accelerator_type="TPU-V6E",
         hbm_bytes_per_chip=32 * 10**9,
         peak_bf16_flops_per_chip=918e12,
+        hbm_bytes_per_s_per_chip=1638e9,
+        ici_bytes_per_s_per_chip=400e9,  # 800 GB/s both directions over 4 ports
+        dcn_bytes_per_s_per_chip=12.5e9,  # 25.6 Tb/s per 256-chip pod
         chips_per_machine_type={"ct6e-standard-1t": 1, _V6E_4T: 4, "ct6e-standard-8t": 8},
         machine_types_by_topology={
             "1x1": ("ct6e-standard-1t",),

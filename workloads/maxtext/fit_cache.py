@@ -1,7 +1,8 @@
 """Where `make fit-check` keeps each job's verdict, so that preflight can show its forecast without compiling.
 
 A verdict is keyed by what decides the compiled step: the slice facts, MaxText's arguments less those that
-only name or schedule the run, the MaxText pin (requirements and constraints) and the fit check's own code.
+only name or schedule the run, libtpu's flags (LIBTPU_INIT_ARGS), the MaxText pin (requirements and
+constraints) and the fit check's own code.
 A change to any of them is a new key; an old verdict is never read for a changed job.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,8 @@ def cache_key(fit_argv: Sequence[str], root: Path) -> str:
     flags, maxtext_args = split_maxtext_args(fit_argv)
     kept_flags = [flag for index, flag in enumerate(flags) if not _names_the_run(flags, index)]
     kept_args = sorted(arg for arg in maxtext_args if arg.split("=", 1)[0] not in _UNKEYED_ARGUMENTS)
-    digest = hashlib.sha256(json.dumps([kept_flags, kept_args]).encode())
+    libtpu_flags = os.environ.get("LIBTPU_INIT_ARGS", "").split()
+    digest = hashlib.sha256(json.dumps([kept_flags, kept_args, libtpu_flags]).encode())
     for name in KEYED_FILES:
         digest.update((root / name).read_bytes())
     return digest.hexdigest()[:20]

@@ -35,9 +35,14 @@ def maxtext_jobs(plan: Mapping[str, Any]) -> Iterator[tuple[str, list[str]]]:
         command = shlex.split(manifest.get("spec", {}).get("entrypoint", ""))
         if TRAINER_MODULE not in command:
             continue
-        flags, maxtext_args = split_maxtext_args(command[command.index(TRAINER_MODULE) + 1 :])
         name = manifest.get("metadata", {}).get("name", "maxtext")
-        yield name, [*_slice_flags(flags), "--name", name, "--", *maxtext_args]
+        yield name, fit_argv(command, name)
+
+
+def fit_argv(command: list[str], name: str) -> list[str]:
+    """The fit check's arguments for a trainer command line (`python -m workloads.maxtext.train ...`)."""
+    flags, maxtext_args = split_maxtext_args(command[command.index(TRAINER_MODULE) + 1 :])
+    return [*_slice_flags(flags), "--name", name, "--", *maxtext_args]
 
 
 def _slice_flags(flags: list[str]) -> list[str]:

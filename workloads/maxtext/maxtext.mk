@@ -30,12 +30,14 @@ train-local-maxtext: $(MAXTEXT_VENV)/.installed
 	$(MAXTEXT_PY) -m workloads.maxtext.local --workers 2 --steps 20
 
 # Compiles every enabled MaxText job of a stack for its TPU slices on this CPU, one at a time, and refuses a job
-# that does not fit HBM (`make fit-check STACK=dev`: the 8B seed job, about 3 minutes and 2 GB of RAM).
+# that does not fit HBM (`make fit-check STACK=dev`: the 8B seed job, about 3 minutes and 2 GB of RAM). Each
+# verdict is cached in .cache/fit-check/; the stack's forecast follows, whatever the verdicts.
 FIT_PLAN := .cache/plan-$(STACK).json
 fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
 	@mkdir -p .cache && rm -f $(FIT_PLAN)
 	$(VENV)/bin/python -m preflight --stack $(STACK) --json $(FIT_PLAN) > /dev/null || test -f $(FIT_PLAN)
-	$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN)
+	$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN); status=$$?; \
+		$(VENV)/bin/python -m preflight forecast --stack $(STACK); exit $$status
 
 # The seed's 8B job for 2 x v6e-16, stated by hand (no stack needed).
 fit-check-seed: $(MAXTEXT_VENV)/.installed

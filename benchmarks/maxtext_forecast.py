@@ -1,0 +1,166 @@
+"""The MaxText forecast (preflight/tpu_forecast.py) against the published v6e runs, from their compiled steps.
+
+Each anchor is a run AI-Hypercomputer/tpu-recipes publishes (training/trillium/Llama3.1-*-MaxText/<slice>/
+README.md: the step log line and the MaxText configuration, `MaxText@tpu-recipes-v0.1.4`). This script
+compiles each configuration for its slice here with the fit check (libtpu on this CPU, the recipe's libtpu
+flags that this libtpu accepts), reads what each chip does per step, and forecasts it:
+- the two v6e-256 runs calibrate MXU_EFFICIENCY (the geometric mean of the efficiency each implies);
+- the v6e-8 and v6e-32 runs are the check. MaxText 0.2.5 needs more HBM than the recipe's older MaxText:
+  the v6e-8 run's batch of 3 does not compile in 32 GB here, so it is forecast at batch 2 (tokens/s per
+  chip barely move with the batch once the matrices are this large: an approximation, said in the table).
+
+Compiles take 5-11 minutes and 2-4 GB each; verdicts are cached in .cache/fit-check/ (make fit-check's cache),
+so a second run only forecasts. --recompile ignores the cache.
+
+    .venv-maxtext/bin/python benchmarks/maxtext_forecast.py [--recompile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from components.facts.topology import TPU_GENERATIONS
+from preflight.tpu_forecast import MXU_EFFICIENCY, forecast
+from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, save_verdict
+from workloads.maxtext.hlo_cost import StepWork
+
+# The recipes' libtpu flags (benchmarks/xla_flags_library.py in AI-Hypercomputer/maxtext): dense VMEM limit,
+# all-reduce-scatter layout, data-parallel overlap and host offload. Left out: continuation fusion for
+# all-gather (this libtpu refuses it on v6e) and SparseCore all-reduce offload (its chip-config flag is internal).
+RECIPE_LIBTPU_FLAGS = (
+    "--xla_tpu_scoped_vmem_limit_kib=98304",
+    "--xla_tpu_use_minor_sharding_for_major_trivial_input=true",
+    "--xla_tpu_relayout_group_size_threshold_for_reduce_scatter=1",
+    "--xla_tpu_assign_all_reduce_scatter_layout=true",
+    "--xla_tpu_enable_data_parallel_all_reduce_opt=true",
+    "--xla_tpu_data_parallel_opt_different_sized_ops=true",
+    "--xla_tpu_enable_all_experimental_scheduler_features=true",
+    "--xla_tpu_enable_scheduler_memory_pressure_tracking=true",
+    "--xla_tpu_host_transfer_overlap_limit=24",
+    "--xla_tpu_aggressive_opt_barrier_removal=ENABLED",
+    "--xla_lhs_prioritize_async_depth_over_stall=ENABLED",
+    "--xla_tpu_enable_ag_backward_pipelining=true",
+    "--xla_should_allow_loop_variant_parameter_in_chain=ENABLED",
+    "--xla_should_add_loop_invariant_op_in_chain=ENABLED",
+    "--xla_max_concurrent_host_send_recv=100",
+    "--xla_tpu_scheduler_percent_shared_memory_limit=100",
+    "--xla_latency_hiding_scheduler_rerun=2",
+)
+# The recipes' shared tuning: sequence 8192, splash attention with 2048 blocks, custom remat offloading to host.
+RECIPE_ARGS = [
+    "max_target_length=8192", "attention=flash", "use_iota_embed=true", "dataset_type=synthetic",
+    "enable_checkpointing=false", "remat_policy=custom", "decoder_layer_input=offload", "query_proj=offload",
+    "key_proj=offload", "value_proj=offload", "sa_use_fused_bwd_kernel=true", "ici_fsdp_parallelism=-1",
+    "enable_tensorboard=false", "steps=15",
+    *(f"sa_block_{name}=2048" for name in ("q", "kv", "kv_compute", "q_dkv", "kv_dkv", "kv_dkv_compute")),
+    "sa_block_q_dq=2048", "sa_block_kv_dq=2048",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Anchor:
+    name: str
+    topology: str  # one v6e slice
+    hosts: int
+    chips_per_host: int
+    args: tuple[str, ...]
+    published_s: float  # the step log line's seconds
+    published_tokens: float  # tokens/s/device
+    published_tflops: float  # TFLOP/s/device, by the recipe's MaxText count
+    calibrates: bool
+    note: str = ""
+
+    @property
+    def chips(self) -> int:
+        return self.hosts * self.chips_per_host
+
+    def fit_argv(self) -> list[str]:
+        flags = ["--accelerator-type", "TPU-V6E", "--topology", self.topology, "--slices", "1"]
+        flags += ["--hosts-per-slice", str(self.hosts), "--chips-per-host", str(self.chips_per_host)]
+        return [*flags, "--name", self.name, "--", *RECIPE_ARGS, *self.args]
+
+
+ANCHORS = (
+    Anchor("Llama 3.1 8B, v6e-256", "16x16", 64, 4,
+           ("model_name=llama3.1-8b", "per_device_batch_size=4", "out_proj=offload"), 4.546, 7207.3, 417.4, True),
+    Anchor("Llama 3.1 70B, v6e-256", "16x16", 64, 4,
+           ("model_name=llama3.1-70b", "per_device_batch_size=5"), 42.656, 960.2, 462.3, True),
+    Anchor("Llama 3.1 8B, v6e-8", "2x4", 1, 8,
+           ("model_name=llama3.1-8b", "per_device_batch_size=2", "out_proj=offload"), 3.443, 7138.9, 413.4, False,
+           "batch 2 (published: 3, which needs 34.3 GB per chip with MaxText 0.2.5)"),
+    Anchor("Llama 3.1 70B, v6e-32", "4x8", 8, 4,
+           ("model_name=llama3.1-70b", "per_device_batch_size=2", "weight_dtype=bfloat16"), 17.790, 921.0, 443.4,
+           False),
+)  # fmt: skip
+
+
+def step_work(anchor: Anchor, recompile: bool) -> StepWork | str:
+    """The anchor's compiled step per chip, or why there is none."""
+    argv = anchor.fit_argv()
+    os.environ["LIBTPU_INIT_ARGS"] = " ".join(RECIPE_LIBTPU_FLAGS)
+    key = cache_key(argv, REPO_ROOT)
+    verdict = None if recompile else cached_verdict(REPO_ROOT / CACHE_DIR, key)
+    if verdict is None:
+        print(f"compiling {anchor.name} (minutes) ...", flush=True)
+        flags, maxtext_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+        command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
+        run = subprocess.run(
+            command, check=False, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            return f"the fit check failed (exit {run.returncode}): {run.stdout.strip()[-300:]}"
+        verdict = json.loads(lines[-1])
+        save_verdict(REPO_ROOT / CACHE_DIR, key, verdict)
+    if verdict.get("cost") is None:
+        return f"does not compile: {verdict.get('compiler_error')}"
+    return StepWork.from_json(verdict["cost"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recompile", action="store_true", help="compile every anchor again")
+    args = parser.parse_args()
+    v6e = TPU_GENERATIONS["v6e"]
+    rows, implied = [], {}
+    for anchor in ANCHORS:
+        work = step_work(anchor, args.recompile)
+        if isinstance(work, str):
+            print(f"{anchor.name}: {work}")
+            continue
+        result = forecast(work, v6e, anchor.chips)
+        implied[anchor.name] = result.compute_s / anchor.published_s
+        rows.append((anchor, work, result))
+    calibration = [implied[a.name] for a, _, _ in rows if a.calibrates]
+    if calibration:
+        fitted = math.exp(sum(map(math.log, calibration)) / len(calibration))
+        print(f"calibration: compiled matrix FLOP/s over peak in the v6e-256 runs: "
+              f"{', '.join(f'{e:.3f}' for e in calibration)}; geometric mean {fitted:.3f} "
+              f"(MXU_EFFICIENCY in use: {MXU_EFFICIENCY})")  # fmt: skip
+    print("| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | published s "
+          "| forecast tokens/s/chip | published | ratio | MFU (MaxText 0.2.5 count) |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for anchor, work, result in rows:
+        role = "calibrates" if anchor.calibrates else "check"
+        ratio = result.tokens_per_s_per_chip() / anchor.published_tokens
+        verdict = "within ±20 %" if abs(ratio - 1) <= 0.2 else "MISS"
+        bound_ok = "" if result.lower_bound_s <= anchor.published_s else " (ABOVE published)"
+        note = f" — {anchor.note}" if anchor.note else ""
+        print(f"| {anchor.name}{note} | {role} | {work.matmul_flops / 1e12:,.0f} | {result.bound} "
+              f"| {result.lower_bound_s:.2f}{bound_ok} | {result.estimate_s:.2f} | {anchor.published_s:.2f} "
+              f"| {result.tokens_per_s_per_chip():,.0f} | {anchor.published_tokens:,.0f} | {ratio:.3f} ({verdict}) "
+              f"| {result.mfu():.1%} (published {anchor.published_tflops / 918:.1%}) |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
