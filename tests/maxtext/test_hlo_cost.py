@@ -61,6 +61,21 @@ def test_a_scanned_matmul_counts_once_per_iteration_where_xlas_cost_analysis_cou
     assert _xla_flops(compiled) < 1.1 * one_layer
 
 
+def test_a_loop_that_counts_in_twos_runs_half_as_often(v6e_4_mesh):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    rows = jax.ShapeDtypeStruct((4096, 2048), jnp.bfloat16, sharding=NamedSharding(v6e_4_mesh, PartitionSpec("x")))
+    weight = jax.ShapeDtypeStruct((2048, 2048), jnp.bfloat16, sharding=NamedSharding(v6e_4_mesh, PartitionSpec()))
+
+    def from_3_to_12_by_2(x, w):  # i = 3, 5, 7, 9, 11: five matmuls, as XLA's windowed einsum loops step by 2
+        return jax.lax.while_loop(lambda s: s[0] < 12, lambda s: (s[0] + 2, jnp.tanh(s[1] @ w)), (3, x))[1]
+
+    compiled = jax.jit(from_3_to_12_by_2).lower(rows, weight).compile()
+    assert step_cost(compiled.as_text()).matmul_flops == 5 * 2 * 1024 * 2048 * 2048
+
+
 @pytest.fixture(scope="module")
 def tiny_compiles():
     """The same tiny model compiled with its layers scanned (MaxText's default) and unrolled."""

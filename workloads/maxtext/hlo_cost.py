@@ -224,7 +224,8 @@ def executions(computations: dict[str, Computation], entry: str) -> tuple[dict[s
 
 
 def _trip_count(loop: Instruction, caller: Computation, computations: dict[str, Computation]) -> int:
-    """Iterations of a counted loop: bound minus start (XLA peels a first iteration out of some loops)."""
+    """Iterations of a counted loop: from its start to its bound by its step (XLA peels a first iteration out of
+    some loops, and unrolls others: a windowed einsum's loop may take two steps per iteration)."""
     known = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', loop.attributes)
     if known:
         return int(known.group(1))
@@ -239,7 +240,8 @@ def _trip_count(loop: Instruction, caller: Computation, computations: dict[str, 
         if counter is None or limit is None or counter.opcode != "get-tuple-element":
             continue
         index = int(re.search(r"index=(\d+)", counter.attributes).group(1))
-        return limit - (_loop_start(loop, caller, index) or 0)
+        step = _loop_step(computations.get(_callee(loop, "body")), index)
+        return -(-(limit - (_loop_start(loop, caller, index) or 0)) // step)
     return 0
 
 
@@ -253,6 +255,20 @@ def _constant(instruction: Instruction | None) -> int | None:
         return None
     literal = instruction.arguments.strip()
     return int(literal) if literal.lstrip("-").isdigit() else None
+
+
+def _loop_step(body: Computation | None, index: int) -> int:
+    """What the body adds to the counter (element `index` of the loop state): `add(counter, constant)`, else 1."""
+    if body is None or not body.instructions:
+        return 1
+    root = list(body.instructions.values())[-1]
+    if root.opcode != "tuple" or index >= len(root.operands):
+        return 1
+    update = body.instructions.get(root.operands[index])
+    if update is None or update.opcode != "add":
+        return 1
+    steps = [_constant(body.instructions.get(operand)) for operand in update.operands]
+    return next((step for step in steps if step), 1)
 
 
 def _loop_start(loop: Instruction, caller: Computation, index: int) -> int | None:
@@ -284,7 +300,7 @@ def step_cost(hlo_text: str, slices: int = 1) -> StepCost:
             flops += runs * matmul_flops(instruction, shapes)
             kernels += runs * _is_attention_kernel(instruction)
             if not computation.fused and instruction.opcode not in _NO_TRAFFIC:
-                hbm += runs * _traffic(instruction, shapes)
+                hbm += runs * _traffic(instruction, shapes, computations)
             collective = _collective(instruction, computation, shapes, runs, slices)
             if collective is not None:
                 collectives.append(collective)
@@ -298,15 +314,49 @@ def _is_attention_kernel(instruction: Instruction) -> bool:
     )
 
 
-def _traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
+def _traffic(instruction: Instruction, shapes: dict[str, str], computations: dict[str, Computation]) -> float:
+    """HBM bytes one run of an unfused instruction reads and writes."""
     if instruction.opcode.endswith(("-start", "-done")):
         return 0.0  # asynchronous: collectives (counted as network) and transfers to and from host memory
     if instruction.opcode == "dynamic-update-slice":  # in place: reads and writes only the update
         return 2 * array_bytes(shapes.get(instruction.operands[1], ""))
     if instruction.opcode == "dynamic-slice":
         return 2 * array_bytes(instruction.shape)
+    fused = computations.get(_callee(instruction, "calls")) if instruction.opcode == "fusion" else None
+    if fused is not None:
+        return _fusion_traffic(instruction, shapes, fused)
     read = sum(array_bytes(shapes.get(operand, "")) for operand in instruction.operands)
     return read + array_bytes(instruction.shape)
+
+
+def _fusion_traffic(fusion: Instruction, shapes: dict[str, str], fused: Computation) -> float:
+    """A fusion reads only the slices it takes of an operand, and updates in place only what it writes: a scanned
+    layer's fusion takes its layer of the stacked weights, not all of them."""
+    parameters = {
+        int(instruction.arguments): name for name, instruction in fused.instructions.items()
+        if instruction.opcode == "parameter" and instruction.arguments.strip().isdigit()
+    }  # fmt: skip
+    consumers: dict[str, list[Instruction]] = defaultdict(list)
+    for instruction in fused.instructions.values():
+        for operand in instruction.operands:
+            consumers[operand].append(instruction)
+    root = list(fused.instructions.values())[-1]
+    roots = [fused.instructions[name] for name in root.operands] if root.opcode == "tuple" else [root]
+    updates = [r for r in roots if r.opcode == "dynamic-update-slice"]
+    in_place = {update.operands[0] for update in updates}
+    read = 0.0
+    for index, operand in enumerate(fusion.operands):
+        parameter = parameters.get(index, "")
+        users = consumers.get(parameter, [])
+        if parameter in in_place:
+            continue
+        if users and all(user.opcode in ("dynamic-slice", "slice", "gather") for user in users):
+            read += sum(array_bytes(user.shape) for user in users)
+        else:
+            read += array_bytes(shapes.get(operand, ""))
+    written = array_bytes(fusion.shape)
+    written -= sum(array_bytes(u.shape) - array_bytes(fused.instructions[u.operands[1]].shape) for u in updates)
+    return read + written
 
 
 def matmul_flops(instruction: Instruction, shapes: dict[str, str]) -> float:
