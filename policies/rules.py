@@ -9,6 +9,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   tpu-queued-provisioning   {"allowTpuQueuedProvisioning": true}
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
+  runs-within-budget        {"maxUsdPerRun": 1000, "forecast": [...]}  forecast: preflight's, see stack_rules
   privileged-only-where-allowed {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
   host-access-only-where-allowed {"allowedHostAccess": ["kube-system/nccl-rdma-installer"]}
 """
@@ -114,6 +115,20 @@ BUDGET_CONFIG = PolicyConfigSchema(
         }
     }
 )
+RUN_BUDGET_CONFIG = PolicyConfigSchema(
+    properties={
+        "maxUsdPerRun": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Budget in USD per job run (MaxText: its steps; FSDP: its DWS window); unset: no budget.",
+        },
+        "forecast": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "The stack's forecast, as `python -m preflight forecast --pack-config` writes it.",
+        },
+    }
+)
 
 POLICIES: list[Policy] = [
     resource_policy(gcp_rules.accelerator_vpc_mtu),
@@ -153,6 +168,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
     resource_policy(exposure_rules.public_endpoint_names_its_ranges, level=ADVISORY),
     stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
+    stack_policy(stack_rules.runs_within_budget, level=ADVISORY, config=RUN_BUDGET_CONFIG),
 ]
 
 

@@ -20,6 +20,7 @@ from components.facts.gke import (
     NODE_POOL_TYPE,
     SUBNETWORK_TYPE,
     TPU_RESOURCE,
+    WORKLOAD_LABEL,
 )
 from policies.pools import PoolFacts
 from policies.props import as_number, is_unknown, items, lookup, plain
@@ -212,6 +213,42 @@ def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolat
             f"${float(budget):,.2f}/h ({pools}).",
             None,
         )
+
+
+def runs_within_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Each job's forecast run stays within the budget (advisory unless configured).
+
+    A run is a MaxText job's configured steps or an FSDP job's DWS window, at its forecast step time and its
+    pools' price (`python -m preflight forecast`). The forecast is not a resource: it comes with the pack config
+    (`forecast`, which preflight adds itself and `python -m preflight forecast --pack-config` writes for the CLI).
+    With a budget (maxUsdPerRun) set, a job the stack runs without a forecast is reported too: its cost is unknown.
+    """
+    config = args.get_config()
+    budget = config.get("maxUsdPerRun")
+    if budget is None:
+        return
+    forecasts = {forecast.get("job"): forecast for forecast in config.get("forecast", [])}
+    for job, urn in _jobs(args).items():
+        forecast = forecasts.get(job, {})
+        usd = forecast.get("usdPerRun", forecast.get("usdPerWindow"))
+        limit = f"the budget of ${float(budget):,.2f} per run"
+        if usd is None:
+            reason = forecast.get("none", "the pack config's forecast does not name it")
+            report_violation(f"job {job} has no forecast to hold to {limit}: {reason}.", urn)
+        elif usd > float(budget):
+            per = "run" if "usdPerRun" in forecast else "DWS window"
+            step = forecast.get("stepSeconds")
+            report_violation(f"job {job} is forecast at ${usd:,.2f} per {per} ({step} s per step), over {limit}.", urn)
+
+
+def _jobs(args: StackValidationArgs) -> dict[str, str]:
+    """The stack's jobs by the name their config gives them (the workload label), with a URN of each."""
+    jobs = {}
+    for resource in [*stack_objects(args, "RayJob"), *stack_objects(args, "Job")]:
+        job = lookup(resource.props, ("metadata", "labels", WORKLOAD_LABEL))
+        if isinstance(job, str):
+            jobs.setdefault(job, resource.urn)
+    return jobs
 
 
 def _number(props: Any, key: str) -> float:

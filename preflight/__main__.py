@@ -23,7 +23,7 @@ from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight import policy_runner, provider_inputs
 from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.forecast_report import AnyForecast, stack_forecasts
+from preflight.forecast_report import AnyForecast, pack_config_with_forecast, stack_forecasts
 from preflight.kube_schemas import SchemaCheck, check_manifests
 from preflight.placement import PlacementProblem, check_placement
 from preflight.plan import Plan, plan_stack
@@ -101,14 +101,15 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
     plan_json = plan.to_json()
     config = load_stack_config(plan.config, plan.stack)
     pod_templates, placement = check_placement(plan_json["resources"])
+    forecasts = stack_forecasts(config)
     return Verdict(
         schemas=check_manifests(plan.manifests, config.cluster.version),
         placement=placement,
         pod_templates=pod_templates,
         provider_inputs=check_provider_inputs(plan_json["resources"]),
-        policies=policy_runner.evaluate(plan_json, pack_config),
+        policies=policy_runner.evaluate(plan_json, pack_config_with_forecast(pack_config, forecasts)),
         cost=cost.estimate(plan_json["resources"]),
-        forecast=stack_forecasts(config),
+        forecast=forecasts,
         strict_schemas=strict_schemas,
     )
 

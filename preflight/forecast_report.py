@@ -9,6 +9,7 @@ FSDP jobs are forecast from their shape (preflight/forecast.py); MaxText jobs fr
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +176,17 @@ def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyFo
     return [*fsdp, *maxtext]
 
 
+BUDGET_POLICY = "runs-within-budget"
+
+
+def pack_config_with_forecast(pack_config: Mapping[str, Any], forecasts: list[AnyForecast]) -> dict[str, Any]:
+    """The policy pack config with the stack's forecast handed to the run budget policy (policies/stack_rules.py:
+    runs_within_budget), which cannot compute it: a forecast is not a resource."""
+    budget = dict(pack_config.get(BUDGET_POLICY) or {})
+    budget["forecast"] = [result.to_json() for result in forecasts]
+    return {**pack_config, BUDGET_POLICY: budget}
+
+
 def plan_forecasts(plan_json: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The forecasts of a plan's FSDP jobs as JSON, from the config the plan was made with; none when that
     config no longer parses (an old base plan in a diff)."""
@@ -188,8 +200,20 @@ def plan_forecasts(plan_json: Mapping[str, Any]) -> list[dict[str, Any]]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m preflight forecast", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    parser.add_argument(
+        "--pack-config",
+        type=Path,
+        metavar="FILE",
+        help="print FILE (a policy pack config) with the forecast added for runs-within-budget, as JSON for "
+        "`pulumi preview --policy-pack-config`",
+    )
     args = parser.parse_args(argv)
     files = read_stack_files(Path.cwd(), args.stack)
-    for result in stack_forecasts(load_stack_config(files.config, args.stack)):
+    forecasts = stack_forecasts(load_stack_config(files.config, args.stack))
+    if args.pack_config is not None:
+        pack_config = json.loads(args.pack_config.read_text()) if args.pack_config.is_file() else {}
+        print(json.dumps(pack_config_with_forecast(pack_config, forecasts), indent=2))
+        return 0
+    for result in forecasts:
         print("\n".join(result.lines()))
     return 0

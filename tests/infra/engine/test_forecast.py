@@ -154,3 +154,23 @@ def test_activation_checkpointing_costs_a_second_forward_that_mfu_does_not_count
     base, again = forecast(plain, NODE), forecast(recomputed, NODE)
     assert again.flops_per_step == base.flops_per_step
     assert again.compute_s == pytest.approx(base.compute_s * 4 / 3, rel=0.02)  # 2N more on 6N per token
+
+
+def test_preflight_hands_the_forecast_to_the_run_budget_policy_and_writes_it_for_the_cli(dev_plan, capsys, tmp_path):
+    import json
+
+    from preflight import policy_runner
+    from preflight.forecast_report import pack_config_with_forecast
+
+    config = {"runs-within-budget": {"maxUsdPerRun": 100}, "allowed-regions": {"allowedRegions": []}}
+    with_forecast = pack_config_with_forecast(config, stack_forecasts_of_dev())
+    assert with_forecast["allowed-regions"] == config["allowed-regions"]
+    verdicts = policy_runner.evaluate(dev_plan.to_json(), with_forecast)
+    (fsdp,) = [v for v in verdicts if v.policy == "runs-within-budget" and "llama31-70b-fsdp" in v.message]
+    assert "per DWS window" in fsdp.message and fsdp.level == "advisory"
+    pack_file = tmp_path / "pack.json"
+    pack_file.write_text(json.dumps(config))
+    assert preflight_main(["forecast", "--stack", "dev", "--pack-config", str(pack_file)]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["runs-within-budget"]["maxUsdPerRun"] == 100
+    assert {f["job"] for f in written["runs-within-budget"]["forecast"]} >= {"llama31-70b-fsdp", "llama3-8b"}

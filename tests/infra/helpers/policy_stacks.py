@@ -13,6 +13,8 @@ from typing import Any
 
 from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE, UNKNOWN_STRING_VALUE
 
+from components.facts.gke import WORKLOAD_LABEL
+
 PREFIX = "urn:pulumi:dev::trainyard::"
 STACK_URN = f"{PREFIX}pulumi:pulumi:Stack::trainyard-dev"
 UNKNOWN_NUMBER = UNKNOWN_NUMBER_VALUE
@@ -247,7 +249,7 @@ def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
                 },
             },
         },
-        labels={QUEUE_LABEL: QUEUE},
+        labels={QUEUE_LABEL: QUEUE, WORKLOAD_LABEL: name},
         annotations={"pulumi.com/skipAwait": "true", "provreq.kueue.x-k8s.io/maxRunDurationSeconds": "7200"},
     )
 
@@ -293,6 +295,7 @@ def maxtext_rayjob(
             "shutdownAfterJobFinishes": True,
             "rayClusterSpec": {"headGroupSpec": head, "workerGroupSpecs": [_tpu_worker_group(replicas, hosts)]},
         },
+        labels={WORKLOAD_LABEL: name},
         annotations={"pulumi.com/skipAwait": "true"},
     )
 

@@ -697,6 +697,25 @@ def test_budget_is_advisory_unless_configured_mandatory():
     assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}, level="advisory") == set()
 
 
+def test_a_run_over_its_budget_is_reported_from_the_forecast_the_pack_config_carries():
+    forecast = [
+        {"job": "fsdp-finetune", "stepSeconds": 21.4, "usdPerWindow": 211.0},
+        {"job": "maxtext", "stepSeconds": 2.1, "usdPerRun": 90.0},
+    ]
+    assert fired(fx.good_stack(), {"runs-within-budget": {"forecast": forecast}}, level="advisory") == set()
+    within = {"runs-within-budget": {"maxUsdPerRun": 250, "forecast": forecast}}
+    assert fired(fx.good_stack(), within, level="advisory") == set()
+    over = {"runs-within-budget": {"maxUsdPerRun": 100, "forecast": forecast}}
+    (verdict,) = [v for v in evaluate(fx.plan(fx.good_stack()), over) if v.policy == "runs-within-budget"]
+    assert "fsdp-finetune is forecast at $211.00 per DWS window (21.4 s per step)" in verdict.message
+    assert verdict.urn.endswith("kubernetes:batch/v1:Job::fsdp-finetune")
+    unforecast = {"runs-within-budget": {"maxUsdPerRun": 1000, "forecast": forecast[:1]}}
+    (missing,) = [v for v in evaluate(fx.plan(fx.good_stack()), unforecast) if v.policy == "runs-within-budget"]
+    assert "job maxtext has no forecast" in missing.message
+    mandatory = {"runs-within-budget": {**over["runs-within-budget"], "enforcementLevel": "mandatory"}}
+    assert fired(fx.good_stack(), mandatory) == {"runs-within-budget"}
+
+
 def test_messages_name_resource_property_and_value():
     stack = edit("trainyard-dev-dcn-1", "mtu", 1500.0)()
     (verdict,) = [v for v in evaluate(fx.plan(stack)) if v.policy == "accelerator-vpc-mtu"]
