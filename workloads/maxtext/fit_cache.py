@@ -25,6 +25,8 @@ KEYED_FILES = (
     "workloads/maxtext/compile_memory.py",
     "workloads/maxtext/fit.py",
     "workloads/maxtext/hlo_cost.py",
+    "workloads/maxtext/hlo_flops.py",
+    "workloads/maxtext/hlo_module.py",
 )
 # MaxText arguments that name, place or schedule the run without changing its step.
 _UNKEYED_ARGUMENTS = ("run_name", "base_output_directory", "checkpoint_period", "steps")
