@@ -133,3 +133,36 @@ def test_flash_attention_runs_in_kernels_the_hlo_has_no_flops_for_and_the_rest_i
     # The projections and MLP, forward and backward, with at most one rematerialized forward.
     assert learnable * 1e12 < cost.matmul_flops < learnable * 1e12 * 4 / 3 * 1.05
     assert learnable < total
+
+
+# How libtpu prints a computation that runs on the SparseCore (MaxText's embedding gather on v6e): its closing
+# brace names the execution thread. Abridged from the dev stack's compiled llama3-8b step.
+SPARSECORE_MODULE = """HloModule jit_train_step, is_scheduled=true
+
+%fused_gather (param_0.1: bf16[128,64], param_1.1: s32[16]) -> bf16[16,64] {
+  %param_0.1 = bf16[128,64]{1,0} parameter(0)
+  %param_1.1 = s32[16]{0} parameter(1)
+  ROOT %gather.1 = bf16[16,64]{1,0} gather(%param_0.1, %param_1.1), offset_dims={1}, collapsed_slice_dims={0}
+}, execution_thread="sparsecore"
+
+%called_gather (param_0.2: bf16[128,64], param_1.2: s32[16]) -> bf16[16,64] {
+  %param_0.2 = bf16[128,64]{1,0} parameter(0)
+  %param_1.2 = s32[16]{0} parameter(1)
+  ROOT %gather_offload.1 = bf16[16,64]{1,0} fusion(%param_0.2, %param_1.2), kind=kCustom, calls=%fused_gather
+}, execution_thread="sparsecore"
+
+ENTRY %main (table: bf16[128,64], ids: s32[16], w: bf16[64,32]) -> bf16[16,32] {
+  %table = bf16[128,64]{1,0} parameter(0)
+  %ids = s32[16]{0} parameter(1)
+  %w = bf16[64,32]{1,0} parameter(2)
+  %call.1 = bf16[16,64]{1,0} call(%table, %ids), to_apply=%called_gather
+  ROOT %dot.1 = bf16[16,32]{1,0} dot(%call.1, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+def test_a_computation_closed_with_its_execution_thread_ends_there():
+    cost = step_cost(SPARSECORE_MODULE)
+    assert cost.matmul_flops == 2 * 16 * 32 * 64
+    with pytest.raises(ValueError, match="calls itself"):
+        step_cost(SPARSECORE_MODULE.replace('}, execution_thread="sparsecore"\n\n%called', "\n%called", 1))

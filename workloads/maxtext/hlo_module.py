@@ -24,6 +24,8 @@ _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = ")
 _CALLEES = re.compile(r"\b(calls|to_apply|body|condition|true_computation|false_computation)=%([\w.\-]+)")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 OPERAND_NAME = re.compile(r"%([\w.\-]+)")
+# A computation's closing brace; one that runs on another core (SparseCore) names its execution thread there.
+_END = re.compile(r'^\}(, execution_thread="[^"]*")?\s*$')
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def parse_module(text: str) -> tuple[dict[str, Computation], str]:
             if header and line.rstrip().endswith("{"):
                 current = computations.setdefault(header.group(1), Computation(header.group(1)))
                 entry = header.group(1) if line.startswith("ENTRY") else entry
-        elif line.strip() == "}":
+        elif _END.match(line):
             flush()
             current = None
         elif _INSTRUCTION.match(line):
@@ -141,10 +143,15 @@ def executions(computations: dict[str, Computation], entry: str) -> tuple[dict[s
             for callee in callees:
                 callers[callee].append((computation.name, trips))
     counts: dict[str, int] = {}
+    counting: set[str] = set()
 
     def count(name: str) -> int:
+        if name in counting:  # HLO's call graph has no cycles: the text was split into computations wrongly
+            raise ValueError(f"computation {name} calls itself: the HLO module's text did not parse")
         if name not in counts:
+            counting.add(name)
             counts[name] = 1 if name == entry else sum(count(caller) * trips for caller, trips in callers[name])
+            counting.discard(name)
         return counts[name]
 
     for name in computations:
