@@ -166,17 +166,19 @@ AnyForecast = JobForecast | MaxTextJobForecast | NoForecast
 
 
 def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyForecast]:
-    """Every enabled job's forecast; MaxText jobs' from the fit-check cache under `root` (default: here)."""
+    """Every enabled job's forecast; MaxText jobs' from the fit-check cache under `root` (default: this checkout,
+    where `make fit-check` keeps it)."""
     prices = cost.load_prices()
     fsdp = [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
     maxtext = [
         NoForecast(job, result) if isinstance(result, str) else result
-        for job, result in maxtext_forecasts(config, prices, root or Path.cwd())
+        for job, result in maxtext_forecasts(config, prices, root or CHECKOUT)
     ]
     return [*fsdp, *maxtext]
 
 
 BUDGET_POLICY = "runs-within-budget"
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def pack_config_with_forecast(pack_config: Mapping[str, Any], forecasts: list[AnyForecast]) -> dict[str, Any]:
