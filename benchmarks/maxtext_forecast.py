@@ -18,10 +18,8 @@ so a second run only forecasts. --recompile ignores the cache.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +27,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from components.facts.topology import TPU_GENERATIONS
+from components.facts.maxtext import slice_flags
+from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
 from preflight.tpu_forecast import MXU_EFFICIENCY, forecast
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, save_verdict
+from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
 from workloads.maxtext.hlo_cost import StepWork
 
 # The recipes' libtpu flags (benchmarks/xla_flags_library.py in AI-Hypercomputer/maxtext): dense VMEM limit,
@@ -70,9 +69,7 @@ RECIPE_ARGS = [
 @dataclass(frozen=True)
 class Anchor:
     name: str
-    topology: str  # one v6e slice
-    hosts: int
-    chips_per_host: int
+    topology: str  # one v6e slice, on the machine type topology.py picks for it
     args: tuple[str, ...]
     published_tokens: float  # tokens/s/device
     published_tflops: float  # TFLOP/s/device, by the recipe's MaxText count
@@ -80,24 +77,22 @@ class Anchor:
     note: str = ""
 
     @property
-    def chips(self) -> int:
-        return self.hosts * self.chips_per_host
+    def slice(self) -> TpuSlice:
+        return tpu_slice("v6e", self.topology)
 
     def fit_argv(self) -> list[str]:
-        flags = ["--accelerator-type", "TPU-V6E", "--topology", self.topology, "--slices", "1"]
-        flags += ["--hosts-per-slice", str(self.hosts), "--chips-per-host", str(self.chips_per_host)]
-        return [*flags, "--name", self.name, "--", *RECIPE_ARGS, *self.args]
+        return [*slice_flags(self.slice, 1), "--name", self.name, "--", *RECIPE_ARGS, *self.args]
 
 
 ANCHORS = (
-    Anchor("Llama 3.1 8B, v6e-256", "16x16", 64, 4,
+    Anchor("Llama 3.1 8B, v6e-256", "16x16",
            ("model_name=llama3.1-8b", "per_device_batch_size=4", "out_proj=offload"), 7207.3, 417.4, True),
-    Anchor("Llama 3.1 70B, v6e-256", "16x16", 64, 4,
+    Anchor("Llama 3.1 70B, v6e-256", "16x16",
            ("model_name=llama3.1-70b", "per_device_batch_size=5"), 960.2, 462.3, True),
-    Anchor("Llama 3.1 8B, v6e-8", "2x4", 1, 8,
+    Anchor("Llama 3.1 8B, v6e-8", "2x4",
            ("model_name=llama3.1-8b", "per_device_batch_size=2", "out_proj=offload"), 7138.9, 413.4, False,
            "batch 2 (published: 3, which needs 34.3 GB per chip with MaxText 0.2.5)"),
-    Anchor("Llama 3.1 70B, v6e-32", "4x8", 8, 4,
+    Anchor("Llama 3.1 70B, v6e-32", "4x8",
            ("model_name=llama3.1-70b", "per_device_batch_size=2", "weight_dtype=bfloat16"), 921.0, 443.4,
            False),
 )  # fmt: skip
@@ -111,16 +106,9 @@ def step_work(anchor: Anchor, recompile: bool) -> StepWork | str:
     verdict = None if recompile else cached_verdict(REPO_ROOT / CACHE_DIR, key)
     if verdict is None:
         print(f"compiling {anchor.name} (minutes) ...", flush=True)
-        flags, maxtext_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
-        command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
-        run = subprocess.run(
-            command, check=False, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-        if not lines:
-            return f"the fit check failed (exit {run.returncode}): {run.stdout.strip()[-300:]}"
-        verdict = json.loads(lines[-1])
-        save_verdict(REPO_ROOT / CACHE_DIR, key, verdict)
+        status, verdict = fit_and_cache(argv, REPO_ROOT, REPO_ROOT / CACHE_DIR, quiet=True)
+        if verdict is None:
+            return f"the fit check failed (exit {status})"
     if verdict.get("cost") is None:
         return f"does not compile: {verdict.get('compiler_error')}"
     return StepWork.from_json(verdict["cost"])
@@ -142,7 +130,7 @@ def main() -> None:
         if isinstance(work, str):
             print(f"{anchor.name}: {work}")
             continue
-        result = forecast(work, v6e, anchor.chips)
+        result = forecast(work, v6e, anchor.slice.chips)
         implied[anchor.name] = result.compute_s / published_seconds(anchor, work)
         rows.append((anchor, work, result))
     calibration = [implied[a.name] for a, _, _ in rows if a.calibrates]

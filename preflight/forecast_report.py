@@ -23,6 +23,7 @@ from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast import Forecast, FsdpRun, Hardware, Memory, forecast, memory
 from preflight.maxtext_forecast_report import MaxTextJobForecast, maxtext_forecasts
+from preflight.priced_forecast import NoForecast, PricedForecast
 from preflight.stack_files import read_stack_files
 from workloads.fsdp.config import parse_config
 
@@ -40,33 +41,17 @@ def pool_hardware(pool: GpuPoolConfig) -> Hardware:
 
 
 @dataclass(frozen=True)
-class NoForecast:
-    job: str
-    reason: str
-
-    def lines(self) -> list[str]:
-        return [f"{self.job}: no forecast: {self.reason}"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"job": self.job, "none": self.reason}
-
-
-@dataclass(frozen=True)
-class JobForecast:
-    job: str
-    model: str
+class JobForecast(PricedForecast):
     run: FsdpRun
     forecast: Forecast
     synced_once: Forecast  # the same step with gradients reduced once per optimizer step
-    usd_per_hour: float
-    price_estimated: bool  # the price book's figure is an estimate, not a list price
     window_s: int  # the DWS run window (maxRunDurationSeconds)
     hbm_bytes: float  # per GPU
     memory: Memory
 
     @property
-    def usd_per_step(self) -> float:
-        return self.usd_per_hour * self.forecast.estimate_s / 3600
+    def step(self) -> Forecast:
+        return self.forecast
 
     @property
     def steps_in_window(self) -> int:
@@ -80,14 +65,13 @@ class JobForecast:
         window_h = self.window_s / 3600
         about = "~" if self.price_estimated else ""
         window_usd = self.usd_per_hour * window_h
+        window = f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}"
         return [
             f"{self.job}: {self.model}, {run.nodes} x {f.gpus // run.nodes} GPUs ({f.link} between nodes), {shape}",
             f"  step: {f.estimate_s:.1f} s estimated, {f.lower_bound_s:.1f} s at best; {f.bound}-bound (compute "
             + f"{f.compute_s:.1f} s, parameter and gradient traffic {f.communication_s:.1f} s)",
-            f"  tokens/s/GPU: {f.tokens_per_s_per_gpu():,.0f} (at best {f.tokens_per_s_per_gpu(f.lower_bound_s):,.0f})"
-            + f"; MFU {f.mfu():.1%} (at best {f.mfu(f.lower_bound_s):.1%})",
-            f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; "
-            + f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}",
+            self.throughput_line("GPU", f.tokens_per_s_per_gpu),
+            self.cost_line(window),
             self._memory_line(),
             self._sync_once_line(),
         ]
@@ -107,17 +91,9 @@ class JobForecast:
     def to_json(self) -> dict[str, Any]:
         f = self.forecast
         return {
-            "job": self.job,
-            "model": self.model,
+            **self.summary_json(),
             "gpus": f.gpus,
-            "bound": f.bound,
-            "stepSeconds": round(f.estimate_s, 2),
-            "stepSecondsAtBest": round(f.lower_bound_s, 2),
             "tokensPerSecondPerGpu": round(f.tokens_per_s_per_gpu(), 1),
-            "mfu": round(f.mfu(), 4),
-            "usdPerStep": round(self.usd_per_step, 2),
-            "usdPerHour": round(self.usd_per_hour, 2),
-            "priceEstimated": self.price_estimated,
             "windowSeconds": self.window_s,
             "stepsInWindow": self.steps_in_window,
             "usdPerWindow": round(self.usd_per_hour * self.window_s / 3600, 2),
@@ -145,7 +121,7 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     architecture = ARCHITECTURES.get(train.model_id)
     if architecture is None:
         return NoForecast(job.name, f"no architecture facts for {train.model_id} (components/facts/models.py)")
-    pool = next(p for p in config.gpu_pools if p.name == job.pool)
+    pool = config.gpu_pool(job.pool)
     run = FsdpRun(
         architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
         train.gradient_accumulation_steps, activation_checkpointing=train.activation_checkpointing,
@@ -155,10 +131,9 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     hardware = pool_hardware(pool)
     node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])
     return JobForecast(
-        job.name, train.model_id, run, forecast(run, hardware),
+        job.name, train.model_id, node_hour * job.nodes, price.estimate, run, forecast(run, hardware),
         forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
-        node_hour * job.nodes, price.estimate, job.max_run_duration_seconds, hardware.hbm_bytes,
-        memory(run, hardware.gpus_per_node),
+        job.max_run_duration_seconds, hardware.hbm_bytes, memory(run, hardware.gpus_per_node),
     )  # fmt: skip
 
 
@@ -170,11 +145,7 @@ def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyFo
     where `make fit-check` keeps it)."""
     prices = cost.load_prices()
     fsdp = [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
-    maxtext = [
-        NoForecast(job, result) if isinstance(result, str) else result
-        for job, result in maxtext_forecasts(config, prices, root or CHECKOUT)
-    ]
-    return [*fsdp, *maxtext]
+    return [*fsdp, *maxtext_forecasts(config, prices, root or CHECKOUT)]
 
 
 BUDGET_POLICY = "runs-within-budget"

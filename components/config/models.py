@@ -259,6 +259,14 @@ class StackConfig(BaseModel):
     def bucket_location(self) -> str:
         return self.storage.location or self.region.upper()
 
+    def slice_group(self, name: str) -> TpuSliceConfig:
+        """The `trainyard:tpuSlices` group named `name` (a job's `slices`; checks has made sure it exists)."""
+        return next(group for group in self.tpu_slices if group.name == name)
+
+    def gpu_pool(self, name: str) -> GpuPoolConfig:
+        """The `trainyard:gpuPools` pool named `name` (a job's `pool`; checks has made sure it exists)."""
+        return next(pool for pool in self.gpu_pools if pool.name == name)
+
     @property
     def multislice(self) -> bool:
         """Any slice group with more than one slice talks over the data-center network."""

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
+from components.facts.topology import TpuSlice
+
 TRAINER_DIR = Path(__file__).resolve().parents[2] / "workloads" / "maxtext"
 PURE_TRAINER_MODULES = ("parallelism", "slices")
 
@@ -41,6 +43,14 @@ PARALLELISM_ARGUMENT = parallelism._KEY_PATTERN  # `ici_<name>_parallelism` / `d
 ICI_FILL_AXIS: str = parallelism.DEFAULT_FILLED_AXIS["ici"]  # takes the chips the other ici axes leave
 DCN_FILL_AXIS: str = parallelism.DEFAULT_FILLED_AXIS["dcn"]  # takes the slices the other dcn axes leave
 FILL_IN: int = parallelism.FILL_IN
+
+
+def slice_flags(tpu: TpuSlice, slices: int) -> list[str]:
+    """The trainer's and the fit check's flags for `slices` slices of one shape (workloads/maxtext/cli.py)."""
+    return [
+        "--accelerator-type", tpu.generation.ray_accelerator_type, "--topology", tpu.topology,
+        "--slices", str(slices), "--hosts-per-slice", str(tpu.vms), "--chips-per-host", str(tpu.chips_per_vm),
+    ]  # fmt: skip
 
 
 def job_slice_range(group_slices: int, min_slices: int | None, max_slices: int | None) -> tuple[int, int]:

@@ -63,12 +63,8 @@ def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]
 
 
 def trainer_flags(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
-    tpu = group.slice
     lowest, highest = slice_range(job, group)
-    flags = [
-        "--accelerator-type", tpu.generation.ray_accelerator_type, "--topology", tpu.topology,
-        "--slices", str(highest), "--hosts-per-slice", str(tpu.vms), "--chips-per-host", str(tpu.chips_per_vm),
-    ]  # fmt: skip
+    flags = maxtext.slice_flags(group.slice, highest)
     if job.elastic:
         flags += ["--min-slices", str(lowest), "--max-slices", str(highest)]
     flags += ["--max-failures", str(job.max_failures), "--storage-path", OUTPUT_DIR, "--name", job.effective_run_name]
@@ -225,9 +221,8 @@ class RayWorkloads(pulumi.ComponentResource):
         self._code = code
         self._pods = RayPods(config, image, dranet)
         self._opts = (target.after(dranet.template) if dranet else target).options(self)
-        groups = {group.name: group for group in config.tpu_slices}
         self.cluster = self._cluster() if config.jobs.ray.enabled and config.tpu_slices else None
-        self.jobs = {job.name: self._job(job, groups[job.slices]) for job in config.jobs.enabled_maxtext}
+        self.jobs = {job.name: self._job(job, config.slice_group(job.slices)) for job in config.jobs.enabled_maxtext}
         self.register_outputs({"rayJobs": list(self.jobs)})
 
     def _cluster(self) -> k8s.apiextensions.CustomResource:

@@ -172,8 +172,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         self._code = code
         self._image = image
         self._opts = target.options(self)
-        pools = {pool.name: pool for pool in config.gpu_pools}
-        self.jobs = {job.name: self._fsdp_job(job, pools[job.pool]) for job in config.jobs.enabled_fsdp}
+        self.jobs = {job.name: self._fsdp_job(job, config.gpu_pool(job.pool)) for job in config.jobs.enabled_fsdp}
         self.register_outputs({"jobs": list(self.jobs)})
 
     def _fsdp_job(self, job: FsdpJobConfig, pool: GpuPoolConfig) -> k8s.batch.v1.Job:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,3 +60,20 @@ def save_verdict(cache_dir: Path, key: str, verdict: Mapping[str, Any]) -> Path:
 def cached_verdict(cache_dir: Path, key: str) -> dict[str, Any] | None:
     path = cache_dir / f"{key}.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def fit_and_cache(fit_argv: Sequence[str], root: Path, cache_dir: Path, quiet: bool = False) -> tuple[int, dict | None]:
+    """Runs the fit check (`python -m workloads.maxtext.fit ... --json`) in its own process (compiles hold GBs),
+    prints its report, keeps its verdict in `cache_dir`; (exit status, verdict or None when it wrote none)."""
+    flags, maxtext_args = split_maxtext_args(fit_argv)
+    command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
+    stderr = subprocess.DEVNULL if quiet else None
+    result = subprocess.run(command, check=False, cwd=root, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    verdict = None
+    for line in result.stdout.splitlines():
+        if line.startswith("{"):
+            verdict = json.loads(line)
+            save_verdict(cache_dir, cache_key(fit_argv, root), verdict)
+        else:
+            print(line, flush=True)
+    return result.returncode, verdict

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from workloads.maxtext.cli import add_slice_flags, split_maxtext_args
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, save_verdict
+from workloads.maxtext.fit_cache import CACHE_DIR, fit_and_cache
 
 TRAINER_MODULE = "workloads.maxtext.train"
 
@@ -57,19 +56,6 @@ def _slice_flags(flags: list[str]) -> list[str]:
     return kept
 
 
-def _fit(fit_argv: list[str], cache_dir: Path) -> bool:
-    """Runs the fit check for one job, prints its verdict and caches it; True when the job fits."""
-    flags, maxtext_args = split_maxtext_args(fit_argv)
-    command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
-    result = subprocess.run(command, check=False, stdout=subprocess.PIPE, text=True)
-    for line in result.stdout.splitlines():
-        if line.startswith("{"):
-            save_verdict(cache_dir, cache_key(fit_argv, Path.cwd()), json.loads(line))
-        else:
-            print(line, flush=True)
-    return result.returncode == 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workloads.maxtext.fit_plan", description=__doc__.splitlines()[0])
     parser.add_argument("plan", type=Path, help="plan JSON written by `python -m preflight --json`")
@@ -86,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name, fit_argv in jobs:
         print(f"fit-check: compiling {name} ...", flush=True)
-        if not _fit(fit_argv, args.cache):
+        status, _ = fit_and_cache(fit_argv, Path.cwd(), args.cache)
+        if status != 0:
             failed.append(name)
     print(
         f"fit-check: {len(jobs) - len(failed)} of {len(jobs)} jobs fit"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 
 import pytest
@@ -11,15 +10,14 @@ import pytest
 from components.config.load import load_stack_config
 from components.facts import cost
 from components.facts.topology import TPU_GENERATIONS
-from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight import diff_markdown
-from preflight.forecast_report import NoForecast, stack_forecasts
-from preflight.maxtext_forecast_report import MaxTextJobForecast
+from preflight.forecast_report import stack_forecasts
+from preflight.maxtext_forecast_report import MaxTextJobForecast, fit_check_argv
+from preflight.priced_forecast import NoForecast
 from preflight.stack_files import read_stack_files
 from preflight.tpu_forecast import MXU_EFFICIENCY, forecast
 from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 from workloads.maxtext.fit_cache import CACHE_DIR, KEYED_FILES, cache_key, save_verdict
-from workloads.maxtext.fit_plan import fit_argv
 from workloads.maxtext.hlo_cost import StepWork
 
 V6E = TPU_GENERATIONS["v6e"]
@@ -64,8 +62,7 @@ def cache_dev_verdict(root, work: StepWork) -> None:
     """What `make fit-check` keeps for the dev stack's llama3-8b job, compiled at 2 x v6e-16."""
     config = dev_config()
     job = config.jobs.enabled_maxtext[0]
-    group = next(g for g in config.tpu_slices if g.name == job.slices)
-    argv = fit_argv(shlex.split(maxtext_entrypoint(job, group)), job.name)
+    argv = fit_check_argv(config, job)
     verdict = {"name": job.name, "target": "v6e-16", "slices": 2, "needed_bytes": 24e9, "available_bytes": 32e9,
                "compile_seconds": 150.0, "compiler_error": None, "cost": WORK.__dict__, "fits": True}  # fmt: skip
     save_verdict(root / CACHE_DIR, cache_key(argv, root), json.loads(json.dumps(verdict)))

@@ -1,0 +1,75 @@
+"""What every job's forecast reports alike, FSDP on GPUs (forecast_report.py) or MaxText on TPUs
+(maxtext_forecast_report.py): the step at its estimate and at best, throughput, MFU, and its price."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Step(Protocol):
+    """A forecast step (preflight/forecast.py's Forecast, preflight/tpu_forecast.py's TpuForecast)."""
+
+    estimate_s: float
+
+    @property
+    def lower_bound_s(self) -> float: ...
+
+    @property
+    def bound(self) -> str: ...
+
+    def mfu(self, seconds: float | None = None) -> float: ...
+
+
+@dataclass(frozen=True)
+class NoForecast:
+    job: str
+    reason: str
+
+    def lines(self) -> list[str]:
+        return [f"{self.job}: no forecast: {self.reason}"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job": self.job, "none": self.reason}
+
+
+@dataclass(frozen=True)
+class PricedForecast:
+    job: str
+    model: str
+    usd_per_hour: float  # every node the job runs on
+    price_estimated: bool  # the price book's figure is an estimate, not a list price
+
+    @property
+    def step(self) -> Step:
+        raise NotImplementedError
+
+    @property
+    def usd_per_step(self) -> float:
+        return self.usd_per_hour * self.step.estimate_s / 3600
+
+    def throughput_line(self, unit: str, tokens_per_s: Callable[[float | None], float]) -> str:
+        s = self.step
+        return (
+            f"  tokens/s/{unit}: {tokens_per_s(None):,.0f} (at best {tokens_per_s(s.lower_bound_s):,.0f}); "
+            f"MFU {s.mfu():.1%} (at best {s.mfu(s.lower_bound_s):.1%})"
+        )
+
+    def cost_line(self, what_it_buys: str) -> str:
+        about = "~" if self.price_estimated else ""
+        return f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; {what_it_buys}"
+
+    def summary_json(self) -> dict[str, Any]:
+        s = self.step
+        return {
+            "job": self.job,
+            "model": self.model,
+            "bound": s.bound,
+            "stepSeconds": round(s.estimate_s, 2),
+            "stepSecondsAtBest": round(s.lower_bound_s, 2),
+            "mfu": round(s.mfu(), 4),
+            "usdPerStep": round(self.usd_per_step, 2),
+            "usdPerHour": round(self.usd_per_hour, 2),
+            "priceEstimated": self.price_estimated,
+        }
