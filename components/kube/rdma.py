@@ -1,8 +1,9 @@
 """GPUDirect RDMA for A4 pools: a GKENetworkParamSet and Network per extra NIC, and the NCCL gIB installer.
 
 Pods name these Networks in their `networking.gke.io/interfaces` annotation (eth1 the gVNIC, eth2.. the RDMA
-NICs, in `GpuMachine.additional_network_names` order); the installer DaemonSet copies NCCL and the gIB plugin
-onto every A4 node, where jobs mount them from the host (docs/cloud-facts.md: the A4 fine-tune).
+NICs, in `GpuMachine.additional_network_names` order); the installer DaemonSet copies the gIB plugin (not NCCL:
+each job brings its own, `gpu_software.GIB.min_app_nccl` or newer) onto every A4 node, where jobs mount it from the
+host (docs/cloud-facts.md: the A4 GPU software stack).
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
-from components.facts import gke, topology
+from components.facts import gke, gpu_software, topology
 from components.infra.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
-# The tutorial's pin (docs/cloud-facts.md: the A4 fine-tune); its bundled NCCL 2.26 matches the CUDA 12.8 images
-# the jobs use.
-GIB_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
@@ -98,7 +96,7 @@ class Rdma(pulumi.ComponentResource):
         labels = {"k8s-app": gke.NCCL_INSTALLER_NAME}
         host_paths = {"library-dir-host": f"{HOST_NVIDIA_DIR}/lib64", "gib": HOST_GIB_DIR}
         install = (
-            "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
+            "set -ex\n/scripts/container_entry.sh install\n"
             "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
             "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
         )
@@ -135,7 +133,7 @@ class Rdma(pulumi.ComponentResource):
             init_containers=[
                 k8s.core.v1.ContainerArgs(
                     name=gke.NCCL_INSTALLER_NAME,
-                    image=GIB_INSTALLER_IMAGE,
+                    image=gpu_software.GIB.reference,
                     command=["/bin/sh", "-c"],
                     args=[install],
                     resources=k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": "150m"}),

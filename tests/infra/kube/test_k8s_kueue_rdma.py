@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from components.facts.gpu_software import GIB
 from tests.infra.helpers.plans import manifest, one, quotas
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -132,7 +133,10 @@ def test_gib_installer_is_pinned_and_lands_on_a4_nodes(dev_plan):
     daemonset = manifest(dev_plan, "DaemonSet", "nccl-rdma-installer")
     pod = daemonset["spec"]["template"]["spec"]
     (installer,) = pod["initContainers"]
-    assert installer["image"].endswith("/nccl-plugin-gib:v1.0.6")
+    assert installer["image"] == GIB.reference
+    # The plugin only: each job loads its own NCCL (the FSDP wheel's), which the plugin accepts.
+    assert "--install-nccl" not in installer["args"][0]
+    assert "/scripts/container_entry.sh install\n" in installer["args"][0]
     (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [
         {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-b200"]}
