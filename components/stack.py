@@ -54,7 +54,9 @@ class TrainyardStack(pulumi.ComponentResource):
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
-        trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
+        smoke_nccl = jobs.smoke.enabled and bool(config.gpu_pools)
+        runs_fsdp_image = bool(jobs.enabled_fsdp) or (smoke_nccl and jobs.smoke.nccl_image is None)
+        trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if runs_fsdp_image else ())
         readers = self.node_identities.members
         self.images = TrainerImages("images", config, trainers, readers, child) if trainers else None
         # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
@@ -76,7 +78,10 @@ class TrainyardStack(pulumi.ComponentResource):
         if jobs.enabled_fsdp:
             target = with_rdma.after(self.workload_namespace.service_account, *self.gpu_pools.pools.values())
             self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code["fsdp"], child)
-        self.smoke = SmokeWorkloads("smoke", config, with_rdma, child) if jobs.smoke.enabled else None
+        self.smoke = None
+        if jobs.smoke.enabled:
+            nccl_image = jobs.smoke.nccl_image or (self.images.refs["fsdp"] if smoke_nccl else None)
+            self.smoke = SmokeWorkloads("smoke", config, with_rdma, nccl_image, child)
 
     def outputs(self) -> dict[str, object]:
         return {

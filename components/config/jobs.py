@@ -198,10 +198,8 @@ class SmokeConfig(ConfigModel):
     """Start the bring-up checks."""
     jax_image: PinnedImage = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1"
     """Image of the per-slice first-JAX-job."""
-    # PyTorch on CUDA 12.8 with NCCL 2.25/2.26, the versions the gIB plugin supports
-    # (docs/cloud-facts.md: the A4 fine-tune).
-    nccl_image: PinnedImage = "nvcr.io/nvidia/pytorch:25.03-py3"
-    """Image of the NCCL all-gather (CUDA 12.8, NCCL 2.25/2.26 for gIB)."""
+    nccl_image: PinnedImage | None = None
+    """Image of the NCCL all-gather; unset: the FSDP trainer's, so it checks the CUDA and NCCL the fine-tune runs."""
     nccl_nodes: Int = Field(2, ge=1)
     """Nodes the all-gather spans; at most the pool's maxNodes."""
     nccl_megabytes: Int = Field(256, ge=1)

@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
-from components.jobs.pod_security import container_security, pod_security, snake
+from components.jobs.pod_security import TRAINER_UID, container_security, pod_security, snake
 from components.jobs.torch_workloads import (
     RDZV_PORT,
     host_library_mounts,
@@ -23,11 +23,15 @@ from components.jobs.torch_workloads import (
 )
 from components.kube.workload_target import WorkloadTarget
 
-# The smoke images (JAX's, NVIDIA's) run as their own root user: no uid to switch to, still no capabilities.
-THIRD_PARTY_POD = {
-    "automount_service_account_token": False,
-    "security_context": k8s.core.v1.PodSecurityContextArgs(**snake(pod_security(run_as=None))),
-}
+
+def pod_identity(run_as: int | None) -> dict:
+    """No service account token; `run_as` the image's non-root uid, or None for a third-party image's own user
+    (JAX's, or an all-gather image the stack names: root, still without capabilities)."""
+    return {
+        "automount_service_account_token": False,
+        "security_context": k8s.core.v1.PodSecurityContextArgs(**snake(pod_security(run_as=run_as))),
+    }
+
 
 SCRIPT_DIR = "/smoke"
 ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data.
@@ -88,10 +92,13 @@ class SmokeWorkloads(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         target: WorkloadTarget,
+        nccl_image: pulumi.Input[str] | None,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`nccl_image`: the all-gather's image, the FSDP trainer's unless the stack names another."""
         super().__init__("trainyard:k8s:SmokeWorkloads", name, None, opts)
         self._config = config
+        self._nccl_image = nccl_image
         self._namespace = target.namespace_name
         self._labels = target.queue_labels
         self._opts = target.options(self)
@@ -150,7 +157,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 restart_policy="Never",
                 node_selector=tpu.node_selector,
                 containers=[container],
-                **THIRD_PARTY_POD,
+                **pod_identity(run_as=None),
             )
         )
         return self._indexed_job(job_name, tpu.vms, pod, [])
@@ -175,7 +182,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
         env = {**nccl_env(pool.machine.nccl_tuner_config), "SMOKE_MEGABYTES": str(smoke.nccl_megabytes)}
         container = k8s.core.v1.ContainerArgs(
             name="allgather",
-            image=smoke.nccl_image,
+            image=self._nccl_image,
             command=["/bin/bash", "-c", command],
             env=[k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in env.items()],
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
@@ -198,7 +205,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],
-                **THIRD_PARTY_POD,
+                **pod_identity(run_as=None if smoke.nccl_image else TRAINER_UID),
             ),
         )
         return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script])

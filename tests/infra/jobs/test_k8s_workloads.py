@@ -260,6 +260,37 @@ def test_smoke_jobs(full_plan):
     assert "allgather.py" in manifest(full_plan, "ConfigMap", "smoke-scripts")["data"]
 
 
+def nccl_smoke_pod(plan):
+    return manifest(plan, "Job", "smoke-nccl-gpu-nodepool-dws")["spec"]["template"]["spec"]
+
+
+def test_the_nccl_smoke_runs_the_fine_tunes_image_as_its_user(full_plan):
+    pod = nccl_smoke_pod(full_plan)
+    trainer = manifest(full_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == trainer["containers"][0]["image"]
+    assert pod["securityContext"]["runAsUser"] == TRAINER_UID
+
+
+def test_the_nccl_smoke_builds_the_trainer_image_without_the_fine_tune(plan_with):
+    def smoke_only(values):
+        values["trainyard:jobs"]["smoke"]["enabled"] = True
+        values["trainyard:jobs"]["fsdp"][0]["enabled"] = False
+
+    plan = plan_with(smoke_only)
+    assert sorted(r.name for r in plan.of_type("docker-build:index:Image")) == ["image-fsdp", "image-maxtext"]
+    assert "/trainyard/fsdp:" in nccl_smoke_pod(plan)["containers"][0]["image"]
+    assert not [m for m in plan.manifests if m["metadata"]["name"].startswith("llama31-70b-fsdp")]
+
+
+def test_a_named_nccl_smoke_image_runs_as_its_own_user(plan_with):
+    def named(values):
+        values["trainyard:jobs"]["smoke"] = {"enabled": True, "ncclImage": "nvcr.io/nvidia/pytorch:26.04-py3"}
+
+    pod = nccl_smoke_pod(plan_with(named))
+    assert pod["containers"][0]["image"] == "nvcr.io/nvidia/pytorch:26.04-py3"
+    assert "runAsUser" not in pod["securityContext"]
+
+
 def workload_pods(plan):
     """(object name, pod spec) of every pod the workload namespace would run."""
     return [
