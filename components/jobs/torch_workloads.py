@@ -70,15 +70,24 @@ def nccl_env(tuner_config: str) -> dict[str, str]:
 
 # torchrun waits this much less than the pod's grace period for its workers' SIGTERM checkpoint, then kills them.
 SHUTDOWN_MARGIN_SECONDS = 15
-# Disruptions (a drain, a preemption, a DWS reclaim, the node's graceful shutdown) set this condition on the pod;
-# they must not use up the Job's backoffLimit, which is for the trainer's own failures
-# (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-failure-policy).
-IGNORE_DISRUPTIONS = k8s.batch.v1.PodFailurePolicyArgs(
+# The pod's first step (workloads/fsdp/cuda_check.py, whose DRIVER_EXIT_CODE this is: the image has no
+# components/) exits so when the node's driver cannot run the image's CUDA; another pod would land on the same.
+CUDA_CHECK_EXIT_CODE = 78
+# Disruptions (a drain, a preemption, a DWS reclaim, the node's graceful shutdown) set DisruptionTarget on the pod;
+# they must not use up the Job's backoffLimit, which is for the trainer's own failures. A driver the image cannot
+# use fails the Job at once (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-failure-policy).
+FAILURE_POLICY = k8s.batch.v1.PodFailurePolicyArgs(
     rules=[
         k8s.batch.v1.PodFailurePolicyRuleArgs(
             action="Ignore",
             on_pod_conditions=[k8s.batch.v1.PodFailurePolicyOnPodConditionsPatternArgs(type="DisruptionTarget")],
-        )
+        ),
+        k8s.batch.v1.PodFailurePolicyRuleArgs(
+            action="FailJob",
+            on_exit_codes=k8s.batch.v1.PodFailurePolicyOnExitCodesRequirementArgs(
+                container_name="trainer", operator="In", values=[CUDA_CHECK_EXIT_CODE]
+            ),
+        ),
     ]
 )
 
@@ -98,8 +107,9 @@ def _shell_word(word: str) -> str:
 
 
 def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, service: str) -> str:
-    """Unpack the content-addressed code, then torchrun with node rank = the pod's completion index; pod 0 of
-    this revision (hostname `<job name>-0` under the headless Service) hosts the rendezvous."""
+    """Unpack the content-addressed code, check the node's driver, then torchrun with node rank = the pod's
+    completion index; pod 0 of this revision (hostname `<job name>-0` under the headless Service) hosts the
+    rendezvous."""
     torchrun = [
         "torchrun", f"--nnodes={job.nodes}", f"--nproc_per_node={pool.machine.gpus_per_vm}",
         "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
@@ -109,7 +119,8 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
     extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
     unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
     command = " ".join(_shell_word(word) for word in torchrun)
-    return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\nexec {command}\n"
+    check = "python -m workloads.fsdp.cuda_check"
+    return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\n{check}\nexec {command}\n"
 
 
 def topology(pool: GpuPoolConfig) -> dict[str, str]:
@@ -253,7 +264,7 @@ class TorchWorkloads(pulumi.ComponentResource):
         spec = k8s.batch.v1.JobSpecArgs(
             suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
             # A failed attempt fails every node's pod once: restarts x nodes failures allow `restarts` resumptions.
-            backoff_limit=job.restarts * job.nodes, pod_failure_policy=IGNORE_DISRUPTIONS,
+            backoff_limit=job.restarts * job.nodes, pod_failure_policy=FAILURE_POLICY,
             ttl_seconds_after_finished=FINISHED_TTL_SECONDS, template=pod,
         )  # fmt: skip
         return k8s.batch.v1.Job(

@@ -1,5 +1,6 @@
 """What the pods will do, run for real here: Ray unpacks the code archive from a file:// working_dir and
-imports the trainer package; the NCCL smoke script all-gathers correctly (gloo on CPU, two ranks).
+imports the trainer package; the NCCL smoke script all-gathers correctly (gloo on CPU, two ranks); the FSDP pod's
+driver check fails the Job on a node without a usable driver.
 
 These run in the trainers' venvs (.venv-maxtext has Ray, .venv-fsdp has torch), built by `make test`;
 without them the tests are skipped and say which venv is missing.
@@ -14,10 +15,11 @@ import pytest
 
 from components.jobs.smoke_workloads import ALLGATHER_SCRIPT
 from components.kube import workload_code
-from tests.infra.helpers.plans import PROJECT_DIR
+from tests.infra.helpers.plans import PROJECT_DIR, manifest
 
 RAY_PYTHON = PROJECT_DIR / ".venv-maxtext" / "bin" / "python"
 TORCHRUN = PROJECT_DIR / ".venv-fsdp" / "bin" / "torchrun"
+FSDP_BIN = TORCHRUN.parent
 
 RAY_CHECK = """
 import sys, ray
@@ -67,3 +69,18 @@ def test_allgather_smoke_script_checks_every_rank(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "all_gather: world 2, 2 MiB gathered" in result.stdout
+
+
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="needs .venv-fsdp (make test builds it)")
+def test_the_fsdp_pods_driver_check_exits_with_the_code_that_fails_the_job(dev_plan):
+    spec = manifest(dev_plan, "Job", "llama31-70b-fsdp")["spec"]
+    script = spec["template"]["spec"]["containers"][0]["args"][0].splitlines()
+    check = script[script.index(next(line for line in script if line.startswith("exec torchrun"))) - 1]
+    (fail_job,) = [rule for rule in spec["podFailurePolicy"]["rules"] if rule["action"] == "FailJob"]
+    # This machine has no NVIDIA driver: what a pod sees on a node whose driver cannot run the image.
+    result = subprocess.run(
+        ["bash", "-c", check], check=False, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PATH": f"{FSDP_BIN}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert result.returncode in fail_job["onExitCodes"]["values"], result.stderr[-2000:]
+    assert "no NVIDIA driver is loaded" in result.stderr

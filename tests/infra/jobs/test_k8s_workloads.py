@@ -194,8 +194,12 @@ def test_fsdp_job(dev_plan):
     shape = ("suspend", "completionMode", "completions", "parallelism", "backoffLimit")
     # Three resumptions of both nodes' pods; drains, preemptions and reclaims do not count.
     assert tuple(spec[key] for key in shape) == (True, "Indexed", 2, 2, 6)
+    # A node whose driver cannot run the image fails the Job at once: another pod would land on the same kind.
     assert spec["podFailurePolicy"] == {
-        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        "rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [78]}},
+        ]
     }
     assert spec["template"]["spec"]["terminationGracePeriodSeconds"] == 300
     assert spec["ttlSecondsAfterFinished"] == 3 * 24 * 3600
