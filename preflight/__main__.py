@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from components.config.job_checks import driver_summary
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight import policy_runner, provider_inputs
@@ -47,6 +48,7 @@ class Verdict:
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
     forecast: list[AnyForecast] = field(default_factory=list)
+    gpu_software: list[str] = field(default_factory=list)  # per GPU pool: what its nodes carry, the driver it needs
     strict_schemas: bool = False
 
     @property
@@ -73,6 +75,7 @@ class Verdict:
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
             "forecast": [result.to_json() for result in self.forecast],
+            "gpuSoftware": self.gpu_software,
         }
 
 
@@ -110,6 +113,7 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
         policies=policy_runner.evaluate(plan_json, pack_config_with_forecast(pack_config, forecasts)),
         cost=cost.estimate(plan_json["resources"]),
         forecast=forecasts,
+        gpu_software=[driver_summary(config, pool) for pool in config.gpu_pools],
         strict_schemas=strict_schemas,
     )
 
@@ -128,6 +132,9 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     say_each(verdict.provider_inputs)
     say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
     say_each(verdict.placement)
+    if verdict.gpu_software:
+        say("\nGPU software (components/facts/gpu_software.py; docs/cloud-facts.md: the A4 GPU software stack):")
+        say_each(verdict.gpu_software)
     say("\nPolicies:")
     say(policy_runner.render_table(verdict.policies))
     say("\nCost (USD per hour):")

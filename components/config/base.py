@@ -26,6 +26,7 @@ GKE_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"  # a minor ("1.35") or a full GKE 
 MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
 RUN_NAME = r"^[A-Za-z0-9][-_.A-Za-z0-9]*$"
 CONFIG_KEY = r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$"
+DRIVER_VERSION = r"^\d+\.\d+(\.\d+)?$"  # an NVIDIA driver version as nvidia-smi prints it
 REPOSITORY = REPOSITORY_ID
 KMS_KEY = (
     r"^projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/locations/[a-z0-9-]+"
@@ -45,6 +46,7 @@ PATTERN_WORDS = {
     MODEL_NAME: "lowercase letters, digits, '-' and '.', starting with a letter or digit (a MaxText model name)",
     RUN_NAME: "letters, digits, '-', '_' and '.', starting with a letter or digit",
     CONFIG_KEY: "a Pulumi config key such as huggingface:token",
+    DRIVER_VERSION: "an NVIDIA driver version such as 580.95.05",
     KMS_KEY: "a Cloud KMS key's name: projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
     REPOSITORY: "an Artifact Registry repository ID: up to 63 lowercase letters, digits and '-', from a letter",
 }

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from components.config.jobs import MaxTextJobConfig
-from components.config.models import StackConfig
+from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import ConfigProblem, reason
-from components.facts import maxtext, topology
+from components.facts import gpu_software, maxtext, topology
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -61,6 +61,7 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _job_name_problems(config)
     yield from _smoke_problems(config)
     yield from _flavor_problems(config)
+    yield from _driver_problems(config)
 
 
 def _names(named: dict[str, Any]) -> str:
@@ -153,3 +154,48 @@ def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 "their nodes apart (allowed: one group per shape and capacity; raise its count)",
             )
         seen.setdefault(key, index)
+
+
+def driver_needs(config: StackConfig, pool: GpuPoolConfig) -> list[tuple[str, str]]:
+    """(what, the oldest driver it runs on) for the GPU software a pool's nodes carry: the gIB plugin on every
+    A4 node, and the FSDP image the stack builds when a job on the pool runs it."""
+    gib = gpu_software.GIB
+    needs = [(f"the gIB plugin {gib.version} on every node", gib.min_driver)]
+    smoke = config.jobs.smoke
+    runs_built_image = config.images.fsdp is None and (
+        any(job.pool == pool.name for job in config.jobs.enabled_fsdp) or (smoke.enabled and not smoke.nccl_image)
+    )
+    if runs_built_image:
+        wheel = gpu_software.FSDP_TORCH
+        minimum = gpu_software.MIN_DRIVER_FOR_CUDA_MAJOR[gpu_software.cuda_major(wheel.cuda)]
+        needs.append((f"the FSDP image's torch {wheel.torch} (CUDA {wheel.cuda})", minimum))
+    return needs
+
+
+def _driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for index, pool in enumerate(config.gpu_pools):
+        if pool.driver_version is None:
+            continue
+        needs = driver_needs(config, pool)
+        short = [(what, minimum) for what, minimum in needs if not gpu_software.at_least(pool.driver_version, minimum)]
+        if short:
+            needed = max((minimum for _, minimum in needs), key=gpu_software.version_key)
+            yield ConfigProblem(
+                f"trainyard:gpuPools[{index}].driverVersion",
+                pool.driver_version,
+                "is too old for " + ", and for ".join(f"{what}, which needs {low} or newer" for what, low in short)
+                + f" (allowed: {needed} or newer)",
+            )  # fmt: skip
+
+
+def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
+    """One line per GPU pool for preflight's report: what its nodes carry and the driver that needs."""
+    needs = driver_needs(config, pool)
+    needed = max((minimum for _, minimum in needs), key=gpu_software.version_key)
+    carried = "; ".join(f"{what}: {minimum}+" for what, minimum in needs)
+    stated = (
+        f"driverVersion {pool.driver_version}"
+        if pool.driver_version
+        else "driverVersion unset, so each FSDP pod checks its node's driver before torchrun"
+    )
+    return f"{pool.name}: gpuDriverVersion {pool.gpu_driver_version} must give {needed} or newer ({carried}); {stated}"

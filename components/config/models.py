@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.config.base import (
     DNS_LABEL,
+    DRIVER_VERSION,
     GKE_VERSION,
     KMS_KEY,
     PROJECT_ID,
@@ -156,6 +157,9 @@ class GpuPoolConfig(ConfigModel):
     """The reservation's name, with capacity reservation only."""
     gpu_driver_version: GpuDriverVersion = "DEFAULT"
     """The GPU driver GKE installs."""
+    driver_version: str | None = Field(None, pattern=DRIVER_VERSION)
+    """The NVIDIA driver gpuDriverVersion gives the nodes at the cluster's GKE version, as nvidia-smi prints it;
+    preflight refuses one older than the images and the gIB plugin need. Unset: each GPU pod checks at start."""
     compact_placement: bool | None = None
     """Place the pool's VMs close together (a compact placement policy); unset: wherever the capacity mode
     allows it, which is every mode but dwsQueued (queued provisioning refuses it)."""

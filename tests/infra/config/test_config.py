@@ -188,6 +188,25 @@ BAD_CONFIGS = [
         "allowed: DEFAULT, LATEST, INSTALLATION_DISABLED",
     ),
     (
+        _set("trainyard:gpuPools", 0, "driverVersion", "570.133.20"),
+        "trainyard:gpuPools[0].driverVersion",
+        '"570.133.20"',
+        "is too old for the gIB plugin v1.1.2 on every node, which needs 580.95.05 or newer, and for the FSDP "
+        + "image's torch 2.14.1 (CUDA 13.0), which needs 580 or newer (allowed: 580.95.05 or newer)",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "driverVersion", "580.65.06"),
+        "trainyard:gpuPools[0].driverVersion",
+        '"580.65.06"',
+        "is too old for the gIB plugin v1.1.2 on every node, which needs 580.95.05 or newer (allowed: 580.95.05",
+    ),
+    (
+        _set("trainyard:gpuPools", 0, "driverVersion", "580"),
+        "trainyard:gpuPools[0].driverVersion",
+        '"580"',
+        "allowed: an NVIDIA driver version such as 580.95.05",
+    ),
+    (
         _set("trainyard:cluster", "releaseChannel", "FAST"),
         "trainyard:cluster.releaseChannel",
         '"FAST"',
@@ -373,6 +392,18 @@ def test_bad_config_is_refused_with_key_value_and_rule(edit, path, value, rule):
     matching = [line for line in lines if line.startswith(f"{path}: {value}".rstrip())]
     assert matching, f"no line for {path} in:\n{error.value}"
     assert any(rule in line for line in matching), f"rule {rule!r} missing in:\n{error.value}"
+
+
+def test_a_driver_the_stack_can_run_passes_and_a_prebuilt_image_is_held_to_the_plugin_alone():
+    values = dev_config_values()
+    values["trainyard:gpuPools"][0]["driverVersion"] = "580.95.05"
+    assert load(values).gpu_pools[0].driver_version == "580.95.05"
+    values["trainyard:gpuPools"][0]["driverVersion"] = "580.65.06"
+    values["trainyard:images"] = {"fsdp": "us-docker.pkg.dev/p/r/fsdp:1.2.3"}
+    with pytest.raises(ConfigError) as error:
+        load(values)
+    (line,) = [line for line in str(error.value).splitlines() if "driverVersion" in line]
+    assert "gIB plugin v1.1.2" in line and "FSDP image" not in line
 
 
 def test_every_problem_is_reported_at_once():

@@ -48,6 +48,8 @@ def test_dev_plan_tree_and_counts(dev_run):
     assert "gpu-nodepool-dws  [a4-highgpu-8g, nodes 0..10, dwsQueued, 8 x nvidia-b200, +9 NICs]" in result.stdout
     assert "trainyard-dev-rdma-net  [MTU 8896, RDMA profile]" in result.stdout
     assert "     4  gcp:container/nodePool:NodePool" in result.stdout
+    gpu_software = " ".join(result.stdout.split("\nGPU software", 1)[1].split())
+    assert "gpu-nodepool-dws: gpuDriverVersion DEFAULT must give 580.95.05 or newer" in gpu_software
 
 
 def test_json_contract(dev_run):
