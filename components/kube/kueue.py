@@ -12,6 +12,7 @@ object built here is plain typed input, so preflight schema-checks all of them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -25,6 +26,36 @@ from components.infra.node_pools import is_flex_start
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+# The Kinds trainyard queues, as Kueue's integrations name them: FSDP and smoke Jobs, MaxText RayJobs, the
+# standalone RayCluster. A Kind left out is not managed (its objects start without quota).
+INTEGRATIONS = {"Job": "batch/job", "RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}
+# Kueue's manager configuration. A value for it replaces the chart's whole default, so this restates the chart's
+# client rate limits and controller concurrency, and says what trainyard relies on (docs/cloud-facts.md: Kueue
+# requeues workloads whose pods are not ready): every pod of an admitted workload ready within 30 minutes (image
+# pulls on new nodes), a lost pod replaced within 30 minutes (a DWS reclaim leaves replacement pods with no
+# nodes), else the workload is evicted and requeued, without a limit (the count never resets, and a long
+# fine-tune outlives several DWS windows), at its first place in the queue rather than behind later work.
+MANAGER_CONFIG = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "clientConnection": {"qps": 300, "burst": 500},
+    "controller": {
+        "groupKindConcurrency": {
+            "Job.batch": 5,
+            "Pod": 5,
+            "Workload.kueue.x-k8s.io": 10,
+            "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5,
+            "ResourceFlavor.kueue.x-k8s.io": 1,
+        }
+    },
+    "integrations": {"frameworks": list(INTEGRATIONS.values())},
+    "waitForPodsReady": {
+        "timeout": "30m",
+        "recoveryTimeout": "30m",
+        "requeuingStrategy": {"timestamp": "Creation", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -178,12 +209,15 @@ class Kueue(pulumi.ComponentResource):
             kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts
         )
         gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._elastic_jobs() else []
+        values: dict = {"managerConfig": {"controllerManagerConfigYaml": json.dumps(MANAGER_CONFIG, indent=2)}}
+        if gates:
+            values["controllerManager"] = {"featureGates": gates}
         chart = k8s.helm.v4.Chart(
             "kueue",
             chart=CHART,
             version=kueue.version.removeprefix("v"),
             namespace=kueue.namespace,
-            values={"controllerManager": {"featureGates": gates}} if gates else None,
+            values=values,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         return [namespace, chart]

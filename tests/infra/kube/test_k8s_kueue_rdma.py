@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from components.facts.gke import QUEUE_LABEL
 from components.facts.gpu_software import GIB
-from tests.infra.helpers.plans import manifest, one, quotas
+from components.kube.kueue import INTEGRATIONS
+from tests.infra.helpers.plans import everything_on, manifest, one, quotas
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
@@ -67,6 +69,28 @@ def test_kueue_objects_depend_on_the_pinned_release(dev_plan):
     kueue_crs = [r for r in dev_plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
     assert len(kueue_crs) == 8  # the Topology, 3 flavors, the check and its config, the two queues
     assert all(chart_urn in r.dependencies for r in kueue_crs)
+
+
+def manager_config(plan):
+    return json.loads(one(plan, "kubernetes:helm.sh/v4:Chart", "kueue")["values"]["managerConfig"][
+        "controllerManagerConfigYaml"
+    ])  # fmt: skip
+
+
+def test_kueue_requeues_a_workload_whose_pods_are_not_ready_whatever_the_release_defaults(dev_plan):
+    config = manager_config(dev_plan)
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
+    wait = config["waitForPodsReady"]
+    assert (wait["timeout"], wait["recoveryTimeout"]) == ("30m", "30m")
+    # An evicted fine-tune keeps its place; no limit, as the count of requeues never resets.
+    assert wait["requeuingStrategy"] == {"timestamp": "Creation", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}
+
+
+def test_every_kind_the_stack_queues_is_an_integration_kueue_manages(plan_with):
+    plan = plan_with(everything_on)
+    queued = {m["kind"] for m in plan.manifests if QUEUE_LABEL in m["metadata"].get("labels", {})}
+    assert queued == {"Job", "RayJob", "RayCluster"}
+    assert {INTEGRATIONS[kind] for kind in queued} <= set(manager_config(plan)["integrations"]["frameworks"])
 
 
 def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
