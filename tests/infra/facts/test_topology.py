@@ -8,6 +8,7 @@ import pytest
 
 from components.facts import topology
 from tests.infra.helpers.plans import PROJECT_DIR
+from workloads.maxtext.fit import HBM_BYTES_PER_CHIP
 
 V6E_EXPECTED = {
     # topology: (chips, default machine type, VMs, multi-host)
@@ -118,3 +119,9 @@ def test_local_ssds_hold_ephemeral_storage_with_gkes_reservation():
     assert allocatable_local_ssd_bytes(1) == int(375 * GIB - 50 * GIB - 37.5 * GIB)
     assert node_allocatable("a4-highgpu-8g", local_ssds=32).ephemeral_storage_bytes == 10_700 * GIB
     assert node_allocatable("a4-highgpu-8g").ephemeral_storage_bytes < 100 * GIB  # the 100 GB boot disk
+
+
+def test_the_fit_checks_own_hbm_table_agrees_with_the_topology_facts():
+    """The fit check runs in the MaxText image, which has no components/, so it keeps its own HBM table."""
+    for generation in topology.TPU_GENERATIONS.values():
+        assert HBM_BYTES_PER_CHIP[generation.ray_accelerator_type] == generation.hbm_bytes_per_chip, generation.name
