@@ -67,12 +67,6 @@ GIB = GibRelease(
 )
 
 
-def required_driver(cuda: str, gib: GibRelease = GIB) -> str:
-    """The oldest driver that runs a job built on `cuda` with the gIB plugin on its host."""
-    own = MIN_DRIVER_FOR_CUDA_MAJOR[cuda_major(cuda)]
-    return max(own, gib.min_driver, key=version_key)
-
-
 def stack_problems(wheel: TorchWheel, gib: GibRelease = GIB) -> list[str]:
     """Why a job's wheel and the host's gIB plugin do not go together; empty when they do."""
     plugin, torch = f"gIB {gib.version}", f"torch {wheel.torch}"

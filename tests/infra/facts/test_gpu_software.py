@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
-from components.facts.gpu_software import FSDP_TORCH, GIB, TorchWheel, at_least, required_driver, stack_problems
+from components.facts.gpu_software import FSDP_TORCH, GIB, TorchWheel, at_least, stack_problems
 from components.facts.images import pin_problem
 from components.infra.source_tree import PROJECT_DIR
 
@@ -15,13 +14,6 @@ def test_versions_compare_part_by_part_not_as_text():
     assert not at_least("570.133.20", "580")
     assert at_least("580.105.08", "580.95.05")  # "105" < "95" as text
     assert not at_least("2.9.1", "2.25")
-
-
-def test_the_driver_a_job_needs_is_the_newer_of_its_cuda_major_and_the_plugin():
-    assert required_driver("13.0") == GIB.min_driver == "580.95.05"
-    older_plugin = replace(GIB, min_driver="570.86.15")
-    assert required_driver("13.0", older_plugin) == "580"
-    assert required_driver("12.8", older_plugin) == "570.86.15"
 
 
 def test_the_fsdp_wheel_and_the_gib_plugin_go_together():
