@@ -15,6 +15,7 @@ from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
 from components.jobs.pod_security import TRAINER_UID, container_security, pod_security, snake
 from components.jobs.torch_workloads import (
+    DRIVER_CHECK,
     RDZV_PORT,
     host_library_mounts,
     host_library_volumes,
@@ -179,6 +180,8 @@ class SmokeWorkloads(pulumi.ComponentResource):
             f"--rdzv_backend=c10d --rdzv_id={job_name} --rdzv_endpoint={job_name}-0.{job_name}:{RDZV_PORT} "
             f"{SCRIPT_DIR}/allgather.py"
         )
+        if not smoke.nccl_image:  # the trainer's image: its driver check says first if the node cannot run it
+            command = f"{DRIVER_CHECK} && {command}"
         env = {**nccl_env(pool.machine.nccl_tuner_config), "SMOKE_MEGABYTES": str(smoke.nccl_megabytes)}
         container = k8s.core.v1.ContainerArgs(
             name="allgather",

@@ -73,6 +73,7 @@ SHUTDOWN_MARGIN_SECONDS = 15
 # The pod's first step (workloads/fsdp/cuda_check.py, whose DRIVER_EXIT_CODE this is: the image has no
 # components/) exits so when the node's driver cannot run the image's CUDA; another pod would land on the same.
 CUDA_CHECK_EXIT_CODE = 78
+DRIVER_CHECK = "python -m workloads.fsdp.cuda_check"
 # Disruptions (a drain, a preemption, a DWS reclaim, the node's graceful shutdown) set DisruptionTarget on the pod;
 # they must not use up the Job's backoffLimit, which is for the trainer's own failures. A driver the image cannot
 # use fails the Job at once (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-failure-policy).
@@ -119,8 +120,7 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
     extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
     unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
     command = " ".join(_shell_word(word) for word in torchrun)
-    check = "python -m workloads.fsdp.cuda_check"
-    return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\n{check}\nexec {command}\n"
+    return f"set -euo pipefail\n{unpack}\ncd /tmp/code/{TOP_LEVEL}\n{DRIVER_CHECK}\nexec {command}\n"
 
 
 def topology(pool: GpuPoolConfig) -> dict[str, str]:

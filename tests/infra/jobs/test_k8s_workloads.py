@@ -273,6 +273,8 @@ def test_the_nccl_smoke_runs_the_fine_tunes_image_as_its_user(full_plan):
     trainer = manifest(full_plan, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == trainer["containers"][0]["image"]
     assert pod["securityContext"]["runAsUser"] == TRAINER_UID
+    # The trainer's driver check runs first and says why a node cannot run the image.
+    assert pod["containers"][0]["command"][2].startswith("python -m workloads.fsdp.cuda_check && exec torchrun ")
 
 
 def test_the_nccl_smoke_builds_the_trainer_image_without_the_fine_tune(plan_with):
@@ -293,6 +295,7 @@ def test_a_named_nccl_smoke_image_runs_as_its_own_user(plan_with):
     pod = nccl_smoke_pod(plan_with(named))
     assert pod["containers"][0]["image"] == "nvcr.io/nvidia/pytorch:26.04-py3"
     assert "runAsUser" not in pod["securityContext"]
+    assert pod["containers"][0]["command"][2].startswith("exec torchrun ")  # that image has no trainer code
 
 
 def workload_pods(plan):
