@@ -12,7 +12,6 @@ distribution), the bytes installed, the seconds, and what that costs on the dev 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +19,8 @@ from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
+
+from installs import run, tree_bytes
 
 from components.facts import topology
 from components.facts.cost import load_prices
@@ -29,14 +30,6 @@ RAY = "ray[default,train]==2.60.0"
 CONSTRAINTS = PROJECT_DIR / "workloads/maxtext/constraints.txt"
 DEV_HOSTS = 8  # 2 slices x 4 VMs of v6e 4x4
 DEV_MACHINE, DEV_REGION = "ct6e-standard-4t", "us-east5"
-
-
-def run(*command: str | Path) -> str:
-    return subprocess.run([str(part) for part in command], check=True, capture_output=True, text=True).stdout
-
-
-def tree_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
 def frozen(python: Path) -> set[str]:
