@@ -28,6 +28,22 @@ def driver_cuda_version() -> tuple[int, int] | None:
     return version.value // 1000, version.value % 1000 // 10
 
 
+def driver_version() -> str | None:
+    """The driver's own version as nvidia-smi prints it (NVML), what trainyard:gpuPools[].driverVersion states;
+    None without NVML."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+    if nvml.nvmlInit_v2() != 0:
+        return None
+    try:
+        buffer = ctypes.create_string_buffer(96)
+        return buffer.value.decode() if nvml.nvmlSystemGetDriverVersion(buffer, len(buffer)) == 0 else None
+    finally:
+        nvml.nvmlShutdown()
+
+
 def cuda_problem(driver: tuple[int, int] | None, runtime: str | None, gpus_seen: bool) -> str | None:
     """Why torch built for CUDA `runtime` (None: a CPU build) cannot use this node's GPUs; None when it can.
 
@@ -49,8 +65,10 @@ def cuda_problem(driver: tuple[int, int] | None, runtime: str | None, gpus_seen:
 
 
 def main() -> None:
-    """Exit with DRIVER_EXIT_CODE, saying why, when this node cannot run the image's CUDA."""
+    """Exit with DRIVER_EXIT_CODE, saying why, when this node cannot run the image's CUDA; either way, name the
+    node's driver, so a stack can state it."""
     driver = driver_cuda_version()
+    print(f"trainyard: NVIDIA driver {driver_version() or 'unknown'} on this node", flush=True)
     problem = cuda_problem(driver, torch.version.cuda, torch.cuda.is_available())
     if problem is not None:
         print(f"trainyard: {problem}", file=sys.stderr, flush=True)
