@@ -198,4 +198,9 @@ def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
         if pool.driver_version
         else "driverVersion unset, so each FSDP pod checks its node's driver before torchrun"
     )
-    return f"{pool.name}: gpuDriverVersion {pool.gpu_driver_version} must give {needed} or newer ({carried}); {stated}"
+    source = (
+        "the driver you install (gpuDriverVersion INSTALLATION_DISABLED) must be"
+        if pool.gpu_driver_version == "INSTALLATION_DISABLED"
+        else f"gpuDriverVersion {pool.gpu_driver_version} must give"
+    )
+    return f"{pool.name}: {source} {needed} or newer ({carried}); {stated}"

@@ -8,6 +8,7 @@ import typing
 import pydantic
 import pytest
 
+from components.config.job_checks import driver_summary
 from components.config.load import ConfigError, load_stack_config
 from tests.infra.config.bad_configs import BAD_CONFIGS
 from tests.infra.helpers.plans import as_engine_config, dev_config_values
@@ -144,3 +145,16 @@ def test_a_stack_file_that_is_not_yaml_names_file_line_and_column(tmp_path):
     with pytest.raises(StackFileError) as caught:
         read_stack_files(tmp_path, "bad")
     assert re.fullmatch(r"Pulumi\.bad\.yaml:4:1: .+ \(not valid YAML\)", str(caught.value)), str(caught.value)
+
+
+def test_the_gpu_software_line_says_who_installs_the_driver():
+    values = dev_config_values()
+    config = load(values)
+    assert driver_summary(config, config.gpu_pools[0]).startswith(
+        "gpu-nodepool-dws: gpuDriverVersion DEFAULT must give 580.95.05 or newer"
+    )
+    values["trainyard:gpuPools"][0].update(gpuDriverVersion="INSTALLATION_DISABLED", driverVersion="590.44.01")
+    config = load(values)
+    line = driver_summary(config, config.gpu_pools[0])
+    assert "the driver you install (gpuDriverVersion INSTALLATION_DISABLED) must be 580.95.05 or newer" in line
+    assert line.endswith("; driverVersion 590.44.01")
