@@ -54,8 +54,7 @@ class TrainyardStack(pulumi.ComponentResource):
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
-        smoke_nccl = jobs.smoke.enabled and bool(config.gpu_pools)
-        runs_fsdp_image = bool(jobs.enabled_fsdp) or (smoke_nccl and jobs.smoke.nccl_image is None)
+        runs_fsdp_image = bool(jobs.enabled_fsdp) or config.nccl_smoke_on_trainer_image
         trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if runs_fsdp_image else ())
         readers = self.node_identities.members
         self.images = TrainerImages("images", config, trainers, readers, child) if trainers else None
@@ -80,7 +79,7 @@ class TrainyardStack(pulumi.ComponentResource):
             self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code["fsdp"], child)
         self.smoke = None
         if jobs.smoke.enabled:
-            nccl_image = jobs.smoke.nccl_image or (self.images.refs["fsdp"] if smoke_nccl else None)
+            nccl_image = self.images.refs["fsdp"] if config.nccl_smoke_on_trainer_image else jobs.smoke.nccl_image
             self.smoke = SmokeWorkloads("smoke", config, with_rdma, nccl_image, child)
 
     def outputs(self) -> dict[str, object]:

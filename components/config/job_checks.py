@@ -161,15 +161,17 @@ def driver_needs(config: StackConfig, pool: GpuPoolConfig) -> list[tuple[str, st
     A4 node, and the FSDP image the stack builds when a job on the pool runs it."""
     gib = gpu_software.GIB
     needs = [(f"the gIB plugin {gib.version} on every node", gib.min_driver)]
-    smoke = config.jobs.smoke
     runs_built_image = config.images.fsdp is None and (
-        any(job.pool == pool.name for job in config.jobs.enabled_fsdp) or (smoke.enabled and not smoke.nccl_image)
+        any(job.pool == pool.name for job in config.jobs.enabled_fsdp) or config.nccl_smoke_on_trainer_image
     )
     if runs_built_image:
         wheel = gpu_software.FSDP_TORCH
-        minimum = gpu_software.MIN_DRIVER_FOR_CUDA_MAJOR[gpu_software.cuda_major(wheel.cuda)]
-        needs.append((f"the FSDP image's torch {wheel.torch} (CUDA {wheel.cuda})", minimum))
+        needs.append((f"the FSDP image's torch {wheel.torch} (CUDA {wheel.cuda})", wheel.min_driver))
     return needs
+
+
+def _newest(needs: list[tuple[str, str]]) -> str:
+    return max((minimum for _, minimum in needs), key=gpu_software.version_key)
 
 
 def _driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -179,19 +181,17 @@ def _driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         needs = driver_needs(config, pool)
         short = [(what, minimum) for what, minimum in needs if not gpu_software.at_least(pool.driver_version, minimum)]
         if short:
-            needed = max((minimum for _, minimum in needs), key=gpu_software.version_key)
             yield ConfigProblem(
                 f"trainyard:gpuPools[{index}].driverVersion",
                 pool.driver_version,
                 "is too old for " + ", and for ".join(f"{what}, which needs {low} or newer" for what, low in short)
-                + f" (allowed: {needed} or newer)",
+                + f" (allowed: {_newest(needs)} or newer)",
             )  # fmt: skip
 
 
 def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
     """One line per GPU pool for preflight's report: what its nodes carry and the driver that needs."""
     needs = driver_needs(config, pool)
-    needed = max((minimum for _, minimum in needs), key=gpu_software.version_key)
     carried = "; ".join(f"{what}: {minimum}+" for what, minimum in needs)
     stated = (
         f"driverVersion {pool.driver_version}"
@@ -203,4 +203,4 @@ def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
         if pool.gpu_driver_version == "INSTALLATION_DISABLED"
         else f"gpuDriverVersion {pool.gpu_driver_version} must give"
     )
-    return f"{pool.name}: {source} {needed} or newer ({carried}); {stated}"
+    return f"{pool.name}: {source} {_newest(needs)} or newer ({carried}); {stated}"

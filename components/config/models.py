@@ -272,6 +272,12 @@ class StackConfig(BaseModel):
         return next(pool for pool in self.gpu_pools if pool.name == name)
 
     @property
+    def nccl_smoke_on_trainer_image(self) -> bool:
+        """The NCCL smoke check runs (per GPU pool) on the FSDP trainer's image: no image of its own is named."""
+        smoke = self.jobs.smoke
+        return smoke.enabled and bool(self.gpu_pools) and smoke.nccl_image is None
+
+    @property
     def multislice(self) -> bool:
         """Any slice group with more than one slice talks over the data-center network."""
         return any(group.count > 1 for group in self.tpu_slices)

@@ -37,6 +37,11 @@ class TorchWheel:
     cuda: str
     nccl: str
 
+    @property
+    def min_driver(self) -> str:
+        """The oldest driver branch that runs the wheel's CUDA (NVIDIA's minor-version compatibility)."""
+        return MIN_DRIVER_FOR_CUDA_MAJOR[cuda_major(self.cuda)]
+
 
 @dataclass(frozen=True)
 class GibRelease:

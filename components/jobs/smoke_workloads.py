@@ -180,7 +180,8 @@ class SmokeWorkloads(pulumi.ComponentResource):
             f"--rdzv_backend=c10d --rdzv_id={job_name} --rdzv_endpoint={job_name}-0.{job_name}:{RDZV_PORT} "
             f"{SCRIPT_DIR}/allgather.py"
         )
-        if not smoke.nccl_image:  # the trainer's image: its driver check says first if the node cannot run it
+        on_trainer_image = self._config.nccl_smoke_on_trainer_image
+        if on_trainer_image:  # its driver check says first if the node cannot run the image
             command = f"{DRIVER_CHECK} && {command}"
         env = {**nccl_env(pool.machine.nccl_tuner_config), "SMOKE_MEGABYTES": str(smoke.nccl_megabytes)}
         container = k8s.core.v1.ContainerArgs(
@@ -208,7 +209,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],
-                **pod_identity(run_as=None if smoke.nccl_image else TRAINER_UID),
+                **pod_identity(run_as=TRAINER_UID if on_trainer_image else None),
             ),
         )
         return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script])
