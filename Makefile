@@ -27,9 +27,9 @@ preflight: $(VENV)/.preflight
 	$(VENV)/bin/python -m preflight --stack $(STACK) $(PREFLIGHT_FLAGS)
 
 # Re-fetch the pinned CRD schemas from their upstream commits into .cache/ (looked up before the copies
-# vendored in preflight/crds/), checking every file's sha256; needs the internet.
+# vendored in preflight/checks/crds/), checking every file's sha256; needs the internet.
 schemas: $(VENV)/.preflight
-	$(VENV)/bin/python -m preflight.fetch_schemas
+	$(VENV)/bin/python -m preflight.checks.fetch_schemas
 
 # The README's config table, from the config models' field descriptions (a test fails when they disagree).
 docs: $(VENV)/.preflight

@@ -1,4 +1,4 @@
-"""The FSDP forecast (preflight/forecast.py) against what is published, and the dev job's forecast.
+"""The FSDP forecast (preflight/forecast/fsdp.py) against what is published, and the dev job's forecast.
 
 No B200 FSDP figure is published, so the model is checked on H100s against torchtitan's Llama 3.1 runs
 (benchmarks/llama3_h100_202412_torchtitan.md in https://github.com/pytorch/torchtitan, commit 9dec370 of
@@ -22,9 +22,9 @@ sys.path.insert(0, str(PROJECT_DIR))
 
 from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
-from preflight.forecast import COMPUTE_EFFICIENCY, FsdpRun, Hardware, forecast
-from preflight.forecast_report import stack_forecasts
-from preflight.stack_files import read_stack_files
+from preflight.engine.stack_files import read_stack_files
+from preflight.forecast.fsdp import COMPUTE_EFFICIENCY, FsdpRun, Hardware, forecast
+from preflight.forecast.report import stack_forecasts
 
 # H100 SXM: 989 TFLOP/s dense bf16 (NVIDIA H100 datasheet); NVLink 4 at 900 GB/s per GPU, both directions.
 # torchtitan's H100s ran at 500 W with HBM2e, below the SXM peak they (and this) divide by.

@@ -1,4 +1,4 @@
-"""The MaxText forecast (preflight/tpu_forecast.py) against the published v6e runs, from their compiled steps.
+"""The MaxText forecast (preflight/forecast/maxtext.py) against the published v6e runs, from their compiled steps.
 
 Each anchor is a run AI-Hypercomputer/tpu-recipes publishes (training/trillium/Llama3.1-*-MaxText/<slice>/
 README.md: the step log line and the MaxText configuration, `MaxText@tpu-recipes-v0.1.4`). This script
@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from components.facts.maxtext import slice_flags
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
-from preflight.tpu_forecast import MXU_EFFICIENCY, forecast
+from preflight.forecast.maxtext import MXU_EFFICIENCY, forecast
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
 from workloads.maxtext.hlo_cost import StepWork
 

@@ -19,12 +19,12 @@ sys.path.insert(0, str(PROJECT_DIR))
 import yaml
 
 from components.config.load import load_stack_config
-from preflight import policy_runner
-from preflight.kube_schemas import check_manifests
-from preflight.placement import check_placement
-from preflight.plan import plan_config, plan_stack
-from preflight.provider_inputs import check_provider_inputs, fields_of
-from preflight.stack_files import read_stack_files
+from preflight.checks import policy_runner
+from preflight.checks.kube_schemas import check_manifests
+from preflight.checks.placement import check_placement
+from preflight.checks.provider_inputs import check_provider_inputs, fields_of
+from preflight.engine.plan import plan_config, plan_stack
+from preflight.engine.stack_files import read_stack_files
 
 COLD_REPEATS = 3
 REPEATS = 7  # in-process timings are short: take the best of more runs

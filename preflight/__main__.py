@@ -1,6 +1,6 @@
 """`python -m preflight --stack dev [--json FILE]`: plan a stack offline, check it, and print the verdict.
 
-`python -m preflight diff --base REF` prints what a change does to a stack (see preflight/diff.py).
+`python -m preflight diff --base REF` prints what a change does to a stack (see preflight/diff/revisions.py).
 Exit codes: 0 planned and every check passed, 1 a check failed (schema or mandatory policy; with
 --strict-schemas also a custom resource left unchecked for want of its schema), 2 the stack config, a stack
 file or the policy pack config is invalid.
@@ -22,15 +22,15 @@ from typing import Any, TextIO
 from components.config.job_checks import driver_summary
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
-from preflight import policy_runner, provider_inputs
-from preflight.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.forecast_report import AnyForecast, pack_config_with_forecast, stack_forecasts
-from preflight.kube_schemas import SchemaCheck, check_manifests
-from preflight.placement import PlacementProblem, check_placement
-from preflight.plan import Plan, plan_stack
-from preflight.provider_inputs import ProviderInputProblem, check_provider_inputs
-from preflight.render import render_plan
-from preflight.stack_files import StackFileError, find_project_dir
+from preflight.checks import policy_runner, provider_inputs
+from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
+from preflight.checks.kube_schemas import SchemaCheck, check_manifests
+from preflight.checks.placement import PlacementProblem, check_placement
+from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
+from preflight.engine.plan import Plan, plan_stack
+from preflight.engine.stack_files import StackFileError, find_project_dir
+from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
+from preflight.report import render_plan
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
 WIDTH = 100  # the report fits a 100-column terminal; the JSON keeps every message whole
@@ -187,13 +187,13 @@ def progress(doing: str) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["diff"]:
-        from preflight import diff
+        from preflight.diff import revisions
 
-        return diff.main(argv[1:])
+        return revisions.main(argv[1:])
     if argv[:1] == ["forecast"]:
-        from preflight import forecast_report
+        from preflight.forecast import report
 
-        return forecast_report.main(argv[1:])
+        return report.main(argv[1:])
     args = parse_args(argv)
     try:
         project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()

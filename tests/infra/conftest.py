@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from preflight.plan import Plan, plan_config, plan_stack
-from preflight.stack_files import read_stack_files
+from preflight.engine.plan import Plan, plan_config, plan_stack
+from preflight.engine.stack_files import read_stack_files
 from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 

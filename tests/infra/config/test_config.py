@@ -138,7 +138,7 @@ def test_messages_show_values_as_written_and_patterns_in_words():
 
 
 def test_a_stack_file_that_is_not_yaml_names_file_line_and_column(tmp_path):
-    from preflight.stack_files import StackFileError, read_stack_files
+    from preflight.engine.stack_files import StackFileError, read_stack_files
 
     (tmp_path / "Pulumi.yaml").write_text("name: trainyard\nruntime: python\n")
     (tmp_path / "Pulumi.bad.yaml").write_text("config:\n  gcp:project: x\n  trainyard:zone: [us-east5-b\n")

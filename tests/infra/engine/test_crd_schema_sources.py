@@ -1,5 +1,5 @@
 """Which Kubernetes versions preflight checks against, and where its CRD schemas come from: the vendored pinned
-upstream files, a cache folder first, and `preflight.fetch_schemas` reproducing them byte for byte."""
+upstream files, a cache folder first, and `preflight.checks.fetch_schemas` reproducing them byte for byte."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from preflight import crd_schemas, fetch_schemas
-from preflight.crd_schemas import CRD_DIR_ENV, VENDORED_CRD_DIR, crd_search_path, make_strict
-from preflight.kube_schemas import (
+from preflight.checks import crd_schemas, fetch_schemas
+from preflight.checks.crd_schemas import CRD_DIR_ENV, VENDORED_CRD_DIR, crd_search_path, make_strict
+from preflight.checks.kube_schemas import (
     UnsupportedKubernetesVersion,
     check_manifests,
     kubernetes_minor,
@@ -43,7 +43,7 @@ def test_supported_versions_are_those_kubernetes_validate_ships_from_1_34() -> N
 
 
 def test_dra_v1_is_unknown_before_it_was_served_so_1_34_is_the_floor() -> None:
-    from preflight.kube_schemas import builtin_catalog
+    from preflight.checks.kube_schemas import builtin_catalog
 
     assert ("resource.k8s.io", "v1", "ResourceClaimTemplate") not in builtin_catalog("1.33").definition_by_kind
     assert ("resource.k8s.io", "v1", "ResourceClaimTemplate") in builtin_catalog("1.34").definition_by_kind
@@ -54,8 +54,8 @@ def test_dra_v1_is_unknown_before_it_was_served_so_1_34_is_the_floor() -> None:
 
 def test_crd_schemas_are_looked_up_in_the_cache_then_in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CRD_DIR_ENV, raising=False)
-    root = Path(crd_schemas.__file__).resolve().parents[1]
-    assert crd_search_path() == (root / ".cache" / "schemas" / "crds", root / "preflight" / "crds")
+    root = Path(crd_schemas.__file__).resolve().parents[2]
+    assert crd_search_path() == (root / ".cache" / "schemas" / "crds", root / "preflight" / "checks" / "crds")
     assert all(root in folder.parents for folder in crd_search_path())
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from preflight import diff, diff_markdown, plan_diff
+from preflight.diff import compare, revisions
+from preflight.diff.markdown import mermaid, render_markdown
 from tests.infra.helpers import policy_stacks as fx
 from tests.infra.helpers.plans import PROJECT_DIR
 
@@ -20,7 +21,7 @@ def edited(name: str, path: str, value) -> dict:
 
 
 def test_identical_plans_have_no_changes():
-    result = plan_diff.compare(fx.plan(fx.good_stack()), fx.plan(fx.good_stack()))
+    result = compare.compare(fx.plan(fx.good_stack()), fx.plan(fx.good_stack()))
     assert (result.added, result.removed, result.changed, result.new_verdicts) == ([], [], [], [])
     assert result.head_cost.max_usd_per_hour == pytest.approx(result.base_cost.max_usd_per_hour)
 
@@ -36,23 +37,23 @@ def test_a_resource_moved_under_an_alias_is_neither_added_nor_removed():
     def head_with(resource):
         return fx.plan([resource if item is network else item for item in stack])
 
-    result = plan_diff.compare(fx.plan(stack), head_with({**moved, "aliases": [network["urn"]]}))
+    result = compare.compare(fx.plan(stack), head_with({**moved, "aliases": [network["urn"]]}))
     assert (result.added, result.removed, result.moved) == ([], [], [(network["urn"], moved["urn"])])
     assert [(c.path, c.old, c.new) for change in result.changed for c in change.changes] == [("mtu", 8896.0, 1500.0)]
-    assert "1 moved by an alias" in diff_markdown.render_markdown(result, "main")
-    without_alias = plan_diff.compare(fx.plan(stack), head_with(moved))
+    assert "1 moved by an alias" in render_markdown(result, "main")
+    without_alias = compare.compare(fx.plan(stack), head_with(moved))
     assert [r["urn"] for r in without_alias.added] == [moved["urn"]] and without_alias.moved == []
 
 
 def test_mtu_change_shows_path_values_and_the_new_violation():
-    result = plan_diff.compare(fx.plan(fx.good_stack()), edited("trainyard-dev-dcn-1", "mtu", 1500.0))
+    result = compare.compare(fx.plan(fx.good_stack()), edited("trainyard-dev-dcn-1", "mtu", 1500.0))
     (change,) = result.changed
     assert (change.name, [(c.path, c.old, c.new, c.replaces) for c in change.changes]) == (
         "trainyard-dev-dcn-1",
         [("mtu", 8896.0, 1500.0, False)],
     )
     assert [v.policy for v in result.new_verdicts] == ["accelerator-vpc-mtu"] and result.resolved_verdicts == []
-    markdown = diff_markdown.render_markdown(result, "main")
+    markdown = render_markdown(result, "main")
     assert (
         "| property | old | new | effect |" in markdown
         and "| `mtu` | `8896` | `1500` |" in markdown
@@ -84,19 +85,19 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
     ],
 )
 def test_replacement_of_clusters_and_node_pools_is_flagged(name, path, value, replaced):
-    result = plan_diff.compare(fx.plan(fx.good_stack()), edited(name, path, value))
+    result = compare.compare(fx.plan(fx.good_stack()), edited(name, path, value))
     (change,) = result.changed
     assert change.replaced is replaced
-    markdown = diff_markdown.render_markdown(result, "main")
+    markdown = render_markdown(result, "main")
     assert ("will be REPLACED" in markdown) is replaced
     if replaced:
         assert re.search(rf"`{re.escape(name)}` will be REPLACED\*\* .*`{re.escape(path.split('.0.')[0])}", markdown)
 
 
 def test_machine_type_change_migrates_nodes_without_replacing_the_pool():
-    result = plan_diff.compare(fx.plan(fx.good_stack()), edited("system", "nodeConfig.machineType", "e2-standard-16"))
+    result = compare.compare(fx.plan(fx.good_stack()), edited("system", "nodeConfig.machineType", "e2-standard-16"))
     assert not result.changed[0].replaced
-    markdown = diff_markdown.render_markdown(result, "main")
+    markdown = render_markdown(result, "main")
     assert "[!CAUTION]" in markdown and "rolling migration" in markdown and "REPLACED" not in markdown
 
 
@@ -104,14 +105,14 @@ def test_added_removed_resources_cost_and_resolved_verdicts():
     base = fx.good_stack()
     bad_bucket = fx.changed(fx.bucket(), "uniformBucketLevelAccess", False)
     head = [r for r in fx.replace(base, bad_bucket) if r["name"] != "v6e-16-1"] + [fx.flex_tpu_slice_pool()]
-    result = plan_diff.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(head))
+    result = compare.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(head))
     assert [r["name"] for r in result.added] == ["v6e-16-flex"]
     assert [r["name"] for r in result.removed] == ["v6e-16-1"]
     assert [v.policy for v in result.resolved_verdicts] == []
     assert result.head_cost.min_usd_per_hour < result.base_cost.min_usd_per_hour  # an on-demand slice became flex
-    fixed = plan_diff.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(base))
+    fixed = compare.compare(fx.plan(fx.replace(base, bad_bucket)), fx.plan(base))
     assert [v.policy for v in fixed.resolved_verdicts] == ["bucket-uniform-access"]
-    markdown = diff_markdown.render_markdown(result, "main")
+    markdown = render_markdown(result, "main")
     assert "### Added (1)" in markdown and "### Removed (1)" in markdown
     change = result.head_cost.min_usd_per_hour - result.base_cost.min_usd_per_hour
     assert f"{change:+,.2f}" in markdown
@@ -122,7 +123,7 @@ def test_mermaid_tree_has_every_resource_and_parent_edge():
     component = fx.resource("trainyard:infra:TpuSlices", "tpu", {}, custom=False)
     for item in stack[4:6]:
         item["parent"] = component["urn"]
-    lines = diff_markdown.mermaid(stack + [component])
+    lines = mermaid(stack + [component])
     assert lines[0] == "```mermaid" and lines[1] == "flowchart LR" and lines[-1] == "```"
     assert sum("-->" in line for line in lines) == 2
     assert all(any(f'["{item["name"]}<br/>' in line for line in lines) for item in stack)
@@ -146,7 +147,7 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     stack_file.write_text(yaml.safe_dump(config, sort_keys=False))
     _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qam", "mtu 1500", cwd=clone)
     out = tmp_path / "diff.md"
-    assert diff.main(["--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
+    assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
     markdown = out.read_text()
     assert markdown == capsys.readouterr().out.rstrip("\n") + "\n"
     assert re.search(r"\| `mtu` \| `8896(\.0)?` \| `1500(\.0)?` \|", markdown)
@@ -187,7 +188,7 @@ def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, c
     trainer = clone / "workloads/fsdp/train.py"
     trainer.write_text(trainer.read_text() + "\n# a fix that changes nothing but the bytes\n")
     _commit_all(clone, "a trainer change")
-    assert diff.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
+    assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
     markdown = capsys.readouterr().out
     assert "[!CAUTION]" in markdown
     assert re.search(r"> \*\*Job `llama31-70b-fsdp` gets a new revision\*\* \(`llama31-70b-fsdp-[0-9a-f]{6}` → "
@@ -213,7 +214,7 @@ def test_a_workload_replacement_says_whether_the_running_one_survives(retained, 
     job = fx.changed(fx.fsdp_job(), "metadata.labels.trainyard/workload", "fsdp-finetune")
     base = fx.plan(fx.replace(fx.good_stack(), _with_options(job, **({"retainOnDelete": True} if retained else {}))))
     head = fx.plan(fx.replace(fx.good_stack(), fx.changed(job, "metadata.name", "fsdp-finetune-2")))
-    markdown = diff_markdown.render_markdown(plan_diff.compare(base, head), "base")
+    markdown = render_markdown(compare.compare(base, head), "base")
     assert "[!CAUTION]" in markdown and f"> **Job `fsdp-finetune` {said}" in markdown
 
 
@@ -222,5 +223,5 @@ def test_a_workload_leaving_the_stack_says_whether_it_keeps_running():
     gone = fx.plan([r for r in fx.good_stack() if r["name"] != job["name"]])
     for options, said in (({"retainOnDelete": True}, "leaves the stack**: the object stays"), ({}, "will be DELETED")):
         base = fx.plan(fx.replace(fx.good_stack(), _with_options(job, **options)))
-        markdown = diff_markdown.render_markdown(plan_diff.compare(base, gone), "base")
+        markdown = render_markdown(compare.compare(base, gone), "base")
         assert f"> **Job `fsdp-finetune` {said}" in markdown

@@ -7,9 +7,9 @@ import pytest
 from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
 from preflight.__main__ import main as preflight_main
-from preflight.forecast import FsdpRun, Hardware, forecast
-from preflight.forecast_report import stack_forecasts
-from preflight.stack_files import read_stack_files
+from preflight.engine.stack_files import read_stack_files
+from preflight.forecast.fsdp import FsdpRun, Hardware, forecast
+from preflight.forecast.report import stack_forecasts
 from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 LLAMA_8B, LLAMA_70B = ARCHITECTURES["meta-llama/Llama-3.1-8B"], ARCHITECTURES["meta-llama/Llama-3.1-70B"]
@@ -84,8 +84,9 @@ def test_skipping_gradient_sync_is_offered_only_where_the_unsharded_gradients_fi
 
 
 def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
-    from preflight import diff_markdown, plan_diff
-    from preflight.forecast_report import plan_forecasts
+    from preflight.diff import compare
+    from preflight.diff.markdown import render_markdown
+    from preflight.forecast.report import plan_forecasts
 
     (base,) = [f for f in plan_forecasts(dev_plan.to_json()) if f["job"].endswith("-fsdp")]
     assert base["job"] == "llama31-70b-fsdp" and base["bound"] == "communication" and base["gpus"] == 16
@@ -94,18 +95,18 @@ def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
         values["trainyard:jobs"]["fsdp"][0]["nodes"] = 4
 
     head = plan_with(four_nodes)
-    diff = plan_diff.compare(dev_plan.to_json(), head.to_json())
+    diff = compare.compare(dev_plan.to_json(), head.to_json())
     (changed,) = [f for f in diff.head_forecast if f["job"].endswith("-fsdp")]
     assert changed["gpus"] == 32 and changed["stepSeconds"] != base["stepSeconds"]
-    markdown = diff_markdown.render_markdown(diff, "base")
+    markdown = render_markdown(diff, "base")
     assert "### Forecast" in markdown
     assert f"| `llama31-70b-fsdp` | {base['stepSeconds']:.1f} s/step" in markdown
-    unchanged = diff_markdown.render_markdown(plan_diff.compare(dev_plan.to_json(), dev_plan.to_json()), "base")
+    unchanged = render_markdown(compare.compare(dev_plan.to_json(), dev_plan.to_json()), "base")
     assert "### Forecast" not in unchanged
 
 
 def test_memory_counts_sharded_states_activations_logits_and_gathered_layers():
-    from preflight.forecast import memory
+    from preflight.forecast.fsdp import memory
 
     run = FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=8, seq_len=512, accumulation=8)
     held = memory(run, gpus_per_node=8)
@@ -131,7 +132,7 @@ def test_a_job_that_cannot_fit_says_so():
 
 
 def test_lora_gathers_every_weight_but_reduces_and_keeps_state_only_for_the_adapters():
-    from preflight.forecast import memory
+    from preflight.forecast.fsdp import memory
 
     adapters = LLAMA_70B.lora_params(16, ("q_proj", "k_proj", "v_proj", "o_proj"))
     assert adapters == 80 * 16 * ((8192 + 8192) * 2 + (8192 + 1024) * 2)
@@ -159,8 +160,8 @@ def test_activation_checkpointing_costs_a_second_forward_that_mfu_does_not_count
 def test_preflight_hands_the_forecast_to_the_run_budget_policy_and_writes_it_for_the_cli(dev_plan, capsys, tmp_path):
     import json
 
-    from preflight import policy_runner
-    from preflight.forecast_report import pack_config_with_forecast
+    from preflight.checks import policy_runner
+    from preflight.forecast.report import pack_config_with_forecast
 
     config = {"runs-within-budget": {"maxUsdPerRun": 100}, "allowed-regions": {"allowedRegions": []}}
     with_forecast = pack_config_with_forecast(config, stack_forecasts_of_dev())

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
-from preflight.kube_schemas import SchemaCheck, check_manifests
+from preflight.checks.kube_schemas import SchemaCheck, check_manifests
 from tests.infra.helpers.plans import as_engine_config, dev_config_values, everything_on, manifest
 
 

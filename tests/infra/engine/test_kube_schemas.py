@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from preflight.kube_schemas import (
+from preflight.checks.kube_schemas import (
     SchemaProblem,
     check_manifests,
     supported_kubernetes_versions,

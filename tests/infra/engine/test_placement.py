@@ -10,7 +10,7 @@ import pytest
 
 from components.facts import gke, topology
 from components.facts.gke import WORKLOAD_LABEL
-from preflight.placement import check_placement, parse_quantity
+from preflight.checks.placement import check_placement, parse_quantity
 from tests.infra.helpers.plans import manifest, one
 
 

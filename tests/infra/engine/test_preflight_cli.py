@@ -12,14 +12,14 @@ import sys
 import pytest
 import yaml
 
-from preflight.crd_schemas import CRD_DIR_ENV, pinned_schema_files
+from preflight.checks.crd_schemas import CRD_DIR_ENV, pinned_schema_files
 from tests.infra.helpers.plans import PROJECT_DIR, dev_config_values
 
 SECRET_MARKERS = ("4dabf18193072939515e22adb298388d", "BEGIN CERTIFICATE")
 
 
 def run_preflight(*args, cwd=PROJECT_DIR, crd_dir=None):
-    """Preflight as users run it; copies of the project find their schemas in their own preflight/crds/."""
+    """Preflight as users run it; copies of the project find their schemas in their own preflight/checks/crds/."""
     env = {key: value for key, value in os.environ.items() if key != CRD_DIR_ENV}
     if crd_dir is not None:
         env[CRD_DIR_ENV] = str(crd_dir)

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from preflight.provider_inputs import check_provider_inputs
+from preflight.checks.provider_inputs import check_provider_inputs
 
 
 def mutated(plan, name: str, mutate) -> list[str]:

@@ -10,12 +10,12 @@ import pytest
 from components.config.load import load_stack_config
 from components.facts import cost
 from components.facts.topology import TPU_GENERATIONS
-from preflight import diff_markdown
-from preflight.forecast_report import stack_forecasts
-from preflight.maxtext_forecast_report import MaxTextJobForecast, fit_check_argv
-from preflight.priced_forecast import NoForecast
-from preflight.stack_files import read_stack_files
-from preflight.tpu_forecast import MXU_EFFICIENCY, forecast
+from preflight.diff.markdown import _forecast_cell
+from preflight.engine.stack_files import read_stack_files
+from preflight.forecast.maxtext import MXU_EFFICIENCY, forecast
+from preflight.forecast.maxtext_jobs import MaxTextJobForecast, fit_check_argv
+from preflight.forecast.priced import NoForecast
+from preflight.forecast.report import stack_forecasts
 from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 from workloads.maxtext.fit_cache import CACHE_DIR, KEYED_FILES, cache_key, save_verdict
 from workloads.maxtext.hlo_cost import StepWork
@@ -110,5 +110,5 @@ def test_any_change_to_what_is_compiled_leaves_the_job_without_a_forecast(fit_ch
 def test_the_pr_diff_shows_a_maxtext_forecast_in_tokens_per_chip_and_dollars_per_run(fit_check_root):
     cache_dev_verdict(fit_check_root, WORK)
     (result,) = maxtext_results(dev_config(), fit_check_root)
-    cell = diff_markdown._forecast_cell(result.to_json())
+    cell = _forecast_cell(result.to_json())
     assert "tokens/s/chip" in cell and cell.endswith("per run") and f"{result.forecast.estimate_s:.1f} s/step" in cell

@@ -52,7 +52,7 @@ def test_zones_outside_the_dated_table_are_advisories_not_errors():
 
 
 def test_the_policy_reports_the_zone_advisory_per_pool(dev_plan):
-    from preflight import policy_runner
+    from preflight.checks import policy_runner
 
     plan = dev_plan.to_json()
     assert [v for v in policy_runner.evaluate(plan, {}) if v.policy == "accelerator-zone-offered"] == []
@@ -64,7 +64,7 @@ def test_the_policy_reports_the_zone_advisory_per_pool(dev_plan):
 
 
 def test_every_node_network_but_rdma_needs_its_ingress_rule(dev_plan):
-    from preflight import policy_runner
+    from preflight.checks import policy_runner
 
     def violations(plan):
         found = [v for v in policy_runner.evaluate(plan, {}) if v.policy == "node-networks-allow-internal-ingress"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from components.facts import gke
 from components.facts.images import REPOSITORY_TYPE
-from preflight import diff_markdown, plan_diff
+from preflight.diff import compare
+from preflight.diff.markdown import render_markdown
 from tests.infra.helpers.plans import manifest
 
 FIXED_NAME_TYPES = {
@@ -31,7 +32,7 @@ def test_every_fixed_name_gcp_resource_is_deleted_before_its_replacement(dev_pla
 
 def test_a_driver_change_says_the_pool_and_its_pods_are_down_meanwhile(dev_plan, plan_with):
     head = plan_with(lambda values: values["trainyard:gpuPools"][0].update(gpuDriverVersion="LATEST"))
-    markdown = diff_markdown.render_markdown(plan_diff.compare(dev_plan.to_json(), head.to_json()), "base")
+    markdown = render_markdown(compare.compare(dev_plan.to_json(), head.to_json()), "base")
     assert (
         "> **NodePool `gpu-nodepool-dws` will be REPLACED, deleted first** (its name is fixed) because of "
         "`nodeConfig.guestAccelerators[0].gpuDriverInstallationConfig.gpuDriverVersion`: its nodes and every pod "
@@ -102,14 +103,14 @@ def spread_spot(values):
 
 
 def test_a_tas_flavor_losing_its_topology_is_called_out_as_refused(dev_plan, plan_with):
-    diff = plan_diff.compare(dev_plan.to_json(), plan_with(spread_spot).to_json())
-    markdown = diff_markdown.render_markdown(diff, "base")
+    diff = compare.compare(dev_plan.to_json(), plan_with(spread_spot).to_json())
+    markdown = render_markdown(diff, "base")
     assert "> **ResourceFlavor `resourceflavor-gpu-nodepool-dws`: Kueue will refuse this update**" in markdown
     assert "`spec.topologyName`" in markdown
 
 
 def test_a_flavor_gaining_a_topology_is_an_ordinary_update(dev_plan, plan_with):
-    diff = plan_diff.compare(plan_with(spread_spot).to_json(), dev_plan.to_json())
+    diff = compare.compare(plan_with(spread_spot).to_json(), dev_plan.to_json())
     flavor = next(c for c in diff.changed if c.name == "resourceflavor-gpu-nodepool-dws")
     assert "spec.topologyName" in [c.path for c in flavor.changes]
-    assert "Kueue will refuse" not in diff_markdown.render_markdown(diff, "base")
+    assert "Kueue will refuse" not in render_markdown(diff, "base")

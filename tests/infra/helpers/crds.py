@@ -1,4 +1,5 @@
-"""Upstream-shaped CRD YAML built around the vendored schemas (preflight/crds/), to test `make schemas` offline."""
+"""Upstream-shaped CRD YAML built around the vendored schemas (preflight/checks/crds/), to test `make schemas`
+offline."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from preflight.crd_schemas import VENDORED_CRD_DIR
-from preflight.fetch_schemas import PinnedFile
+from preflight.checks.crd_schemas import VENDORED_CRD_DIR
+from preflight.checks.fetch_schemas import PinnedFile
 
 
 def crd_yaml_from_vendored(pin: PinnedFile, extra_versions: Sequence[dict[str, Any]] = ()) -> str:

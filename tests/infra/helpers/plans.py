@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from components.facts.gke import WORKLOAD_LABEL
-from preflight.plan import Plan
+from preflight.engine.plan import Plan
 
 PROJECT_DIR = Path(__file__).resolve().parents[3]
 

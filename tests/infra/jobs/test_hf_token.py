@@ -7,10 +7,10 @@ import json
 import pytest
 
 from components.config.tokens import TokenError
-from preflight.diff_markdown import render_markdown
-from preflight.plan import plan_config
-from preflight.plan_diff import compare
-from preflight.stack_files import read_stack_files
+from preflight.diff.compare import compare
+from preflight.diff.markdown import render_markdown
+from preflight.engine.plan import plan_config
+from preflight.engine.stack_files import read_stack_files
 from tests.infra.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values, manifest
 
 TOKEN = "hf_SENTINELxq7Zt0kenValue"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from policies import rules
-from preflight.policy_runner import evaluate
+from preflight.checks.policy_runner import evaluate
 from tests.infra.helpers import policy_stacks as fx
 from tests.infra.pack.passes import PASSES
 from tests.infra.pack.policy_edits import GPU_POOL, SLICE, SYSTEM, Stack, edit, public_endpoint

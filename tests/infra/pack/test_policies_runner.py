@@ -1,4 +1,4 @@
-"""preflight.policy_runner: pack config reconciled like the CLI, unknown values, verdict table and JSON."""
+"""preflight.checks.policy_runner: pack config reconciled like the CLI, unknown values, verdict table and JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE
 
-from preflight.policy_runner import PackConfigError, Verdict, evaluate, has_mandatory, render_table
+from preflight.checks.policy_runner import PackConfigError, Verdict, evaluate, has_mandatory, render_table
 from tests.infra.helpers import policy_stacks as fx
 
 

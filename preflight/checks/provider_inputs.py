@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from preflight.mocks import SECRET_PLACEHOLDER
+from preflight.engine.mocks import SECRET_PLACEHOLDER
 
 CHECKED_PACKAGES = ("gcp", "docker-build")
 _SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}

@@ -2,7 +2,7 @@
 
 Plans REF in a temporary ``git worktree`` and the working tree (each with ``python -m preflight --stack S
 --json FILE`` run in its own checkout by the current interpreter), compares the two plans
-(``plan_diff.compare``, pure) and prints them as Markdown (``diff_markdown.render_markdown``).
+(``compare.compare``, pure) and prints them as Markdown (``markdown.render_markdown``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from preflight import policy_runner
-from preflight.diff_markdown import render_markdown
-from preflight.plan_diff import compare
+from preflight.checks import policy_runner
+from preflight.diff.compare import compare
+from preflight.diff.markdown import render_markdown
 
 
 class DiffError(RuntimeError):

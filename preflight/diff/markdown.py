@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
-from preflight.plan import integral_as_int
-from preflight.plan_diff import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
+from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
+from preflight.engine.plan import integral_as_int
 
 
 def _show(value: Any, limit: int = 80) -> str:

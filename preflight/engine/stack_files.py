@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from preflight.mocks import SECRET_PLACEHOLDER
+from preflight.engine.mocks import SECRET_PLACEHOLDER
 
 
 class StackFileError(Exception):

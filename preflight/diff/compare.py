@@ -1,7 +1,7 @@
 """The pure comparison of two plans (`Plan.to_json()` shapes): what was added, removed, moved and changed.
 
 Both plans are judged by the working tree's pack and price book, so differences come from the stack, not from
-edits to the rules. `preflight diff` (diff.py) plans the two revisions; `diff_markdown.py` renders the result.
+edits to the rules. `preflight diff` (diff.py) plans the two revisions; `markdown.py` renders the result.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 from components.facts import cost
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
-from preflight import policy_runner
-from preflight.forecast_report import plan_forecasts
+from preflight.checks import policy_runner
+from preflight.forecast.report import plan_forecasts
 
 # Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
 # - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,

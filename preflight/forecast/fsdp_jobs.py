@@ -1,30 +1,17 @@
-"""The forecast of each job of a stack: its step, throughput, MFU, and what its run or DWS window costs.
-
-FSDP jobs are forecast from their shape (preflight/forecast.py); MaxText jobs from their compiled step, once
-`make fit-check` has compiled them (preflight/maxtext_forecast_report.py).
-
-.venv/bin/python -m preflight forecast [--stack dev]
-"""
+"""The forecast of each FSDP job of a stack, from its shape (preflight/forecast/fsdp.py) and its pool's price."""
 
 from __future__ import annotations
 
-import argparse
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from components.config.jobs import FsdpJobConfig
-from components.config.load import ConfigError, load_stack_config
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
 from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
-from preflight.forecast import Forecast, FsdpRun, Hardware, Memory, forecast, memory
-from preflight.maxtext_forecast_report import MaxTextJobForecast, maxtext_forecasts
-from preflight.priced_forecast import NoForecast, PricedForecast
-from preflight.stack_files import read_stack_files
+from preflight.forecast.fsdp import Forecast, FsdpRun, Hardware, Memory, forecast, memory
+from preflight.forecast.priced import NoForecast, PricedForecast
 from workloads.fsdp.config import parse_config
 
 
@@ -41,7 +28,7 @@ def pool_hardware(pool: GpuPoolConfig) -> Hardware:
 
 
 @dataclass(frozen=True)
-class JobForecast(PricedForecast):
+class FsdpJobForecast(PricedForecast):
     run: FsdpRun
     forecast: Forecast
     synced_once: Forecast  # the same step with gradients reduced once per optimizer step
@@ -115,7 +102,7 @@ class JobForecast(PricedForecast):
         return f"{what}, holding {held / 1e9:,.0f} GB of unsharded fp32 gradients per GPU"
 
 
-def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> JobForecast | NoForecast:
+def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> FsdpJobForecast | NoForecast:
     """The job's forecast, or why there is none."""
     train = parse_config(trainer_args(job), environ={})
     architecture = ARCHITECTURES.get(train.model_id)
@@ -130,63 +117,12 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
     )  # fmt: skip
     hardware = pool_hardware(pool)
     node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])
-    return JobForecast(
+    return FsdpJobForecast(
         job.name, train.model_id, node_hour * job.nodes, price.estimate, run, forecast(run, hardware),
         forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
         job.max_run_duration_seconds, hardware.hbm_bytes, memory(run, hardware.gpus_per_node),
     )  # fmt: skip
 
 
-AnyForecast = JobForecast | MaxTextJobForecast | NoForecast
-
-
-def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyForecast]:
-    """Every enabled job's forecast; MaxText jobs' from the fit-check cache under `root` (default: this checkout,
-    where `make fit-check` keeps it)."""
-    prices = cost.load_prices()
-    fsdp = [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]
-    return [*fsdp, *maxtext_forecasts(config, prices, root or CHECKOUT)]
-
-
-BUDGET_POLICY = "runs-within-budget"
-CHECKOUT = Path(__file__).resolve().parents[1]
-
-
-def pack_config_with_forecast(pack_config: Mapping[str, Any], forecasts: list[AnyForecast]) -> dict[str, Any]:
-    """The policy pack config with the stack's forecast handed to the run budget policy (policies/stack_rules.py:
-    runs_within_budget), which cannot compute it: a forecast is not a resource."""
-    budget = dict(pack_config.get(BUDGET_POLICY) or {})
-    budget["forecast"] = [result.to_json() for result in forecasts]
-    return {**pack_config, BUDGET_POLICY: budget}
-
-
-def plan_forecasts(plan_json: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The forecasts of a plan's FSDP jobs as JSON, from the config the plan was made with; none when that
-    config no longer parses (an old base plan in a diff)."""
-    try:
-        config = load_stack_config(plan_json.get("config") or {}, str(plan_json.get("stack", "dev")))
-    except ConfigError:
-        return []
-    return [result.to_json() for result in stack_forecasts(config)]
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m preflight forecast", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
-    parser.add_argument(
-        "--pack-config",
-        type=Path,
-        metavar="FILE",
-        help="print FILE (a policy pack config) with the forecast added for runs-within-budget, as JSON for "
-        "`pulumi preview --policy-pack-config`",
-    )
-    args = parser.parse_args(argv)
-    files = read_stack_files(Path.cwd(), args.stack)
-    forecasts = stack_forecasts(load_stack_config(files.config, args.stack))
-    if args.pack_config is not None:
-        pack_config = json.loads(args.pack_config.read_text()) if args.pack_config.is_file() else {}
-        print(json.dumps(pack_config_with_forecast(pack_config, forecasts), indent=2))
-        return 0
-    for result in forecasts:
-        print("\n".join(result.lines()))
-    return 0
+def fsdp_forecasts(config: StackConfig, prices: cost.PriceBook) -> list[FsdpJobForecast | NoForecast]:
+    return [job_forecast(config, job, prices) for job in config.jobs.enabled_fsdp]

@@ -17,8 +17,8 @@ from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
 from components.jobs.ray_workloads import maxtext_entrypoint
-from preflight.priced_forecast import NoForecast, PricedForecast
-from preflight.tpu_forecast import TpuForecast, forecast
+from preflight.forecast.maxtext import TpuForecast, forecast
+from preflight.forecast.priced import NoForecast, PricedForecast
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
 from workloads.maxtext.fit_plan import fit_argv
 from workloads.maxtext.hlo_cost import StepWork

@@ -1,5 +1,5 @@
-"""What every job's forecast reports alike, FSDP on GPUs (forecast_report.py) or MaxText on TPUs
-(maxtext_forecast_report.py): the step at its estimate and at best, throughput, MFU, and its price."""
+"""What every job's forecast reports alike, FSDP on GPUs (fsdp_jobs.py) or MaxText on TPUs
+(maxtext_jobs.py): the step at its estimate and at best, throughput, MFU, and its price."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 
 class Step(Protocol):
-    """A forecast step (preflight/forecast.py's Forecast, preflight/tpu_forecast.py's TpuForecast)."""
+    """A forecast step (preflight/forecast/fsdp.py's Forecast, preflight/forecast/maxtext.py's TpuForecast)."""
 
     estimate_s: float
 

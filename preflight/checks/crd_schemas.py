@@ -1,8 +1,8 @@
 """Custom-resource schemas: where they are found, how they are made strict, compiled once.
 
 The files are the CRDs' `openAPIV3Schema`s as JSON (layout `<group>/<version>/<kind lower>.json`),
-vendored in `preflight/crds/` (sources and hashes: `preflight/schema_sources.json`) or re-fetched by
-`python -m preflight.fetch_schemas` into `.cache/`. Raw JSON Schema is laxer than the API server in three
+vendored in `preflight/checks/crds/` (sources and hashes: `preflight/checks/schema_sources.json`) or re-fetched by
+`python -m preflight.checks.fetch_schemas` into `.cache/`. Raw JSON Schema is laxer than the API server in three
 ways, fixed at load time: unknown keys pass, `required` ignores server-side defaults, and Go's `^(?i)`
 breaks Python's `re`.
 
@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft4Validator, Draft6Validator, FormatChecker, ValidationError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR_ENV = "TRAINYARD_CRD_DIR"
 CACHE_CRD_DIR = PROJECT_ROOT / ".cache" / "schemas" / "crds"
 VENDORED_CRD_DIR = Path(__file__).resolve().with_name("crds")
@@ -176,7 +176,7 @@ class SchemaUnavailable(LookupError):
 
 
 HOW_TO_GET_SCHEMAS = (
-    f"restore preflight/crds/ from git, run `make schemas` (needs the internet), or point ${CRD_DIR_ENV} "
+    f"restore preflight/checks/crds/ from git, run `make schemas` (needs the internet), or point ${CRD_DIR_ENV} "
     "at a folder of <group>/<version>/<kind>.json schemas"
 )
 

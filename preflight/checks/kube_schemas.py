@@ -1,7 +1,7 @@
 """Schema checks of every Kubernetes object the program would apply.
 
 Built-in kinds are validated against kubernetes-validate's bundled *strict* schemas for the cluster's
-minor version; custom resources against the strict CRD schemas of `preflight.crd_schemas`, with their
+minor version; custom resources against the strict CRD schemas of `preflight.checks.crd_schemas`, with their
 `metadata` against the core ObjectMeta schema. On top of JSON Schema, the API server's own rules for
 object names, label keys/values and annotation keys are applied (those are Go code, not schema).
 
@@ -30,8 +30,8 @@ from packaging.version import Version
 from referencing import Registry, Resource
 
 from components.facts.gke import QUANTITY_PATTERN
-from preflight.crd_schemas import KUBE_FORMATS, SchemaUnavailable, UnknownKind, find_crd_schema
-from preflight.kube_names import SchemaProblem, format_path, metadata_problems
+from preflight.checks.crd_schemas import KUBE_FORMATS, SchemaUnavailable, UnknownKind, find_crd_schema
+from preflight.checks.kube_names import SchemaProblem, format_path, metadata_problems
 
 MINIMUM_KUBERNETES = Version("1.34")  # resource.k8s.io/v1 (ResourceClaimTemplate) is served from 1.34
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from components.facts import cost, gke, images
-from preflight.mocks import Registration
+from preflight.engine.mocks import Registration
 
 
 def _number(value: Any) -> str:

@@ -1,10 +1,10 @@
 """`make schemas`: download the pinned upstream CRDs and write their JSON schemas into the cache.
 
-    python -m preflight.fetch_schemas [--dest .cache/schemas/crds] [--base-url URL] [--sources FILE]
+    python -m preflight.checks.fetch_schemas [--dest .cache/schemas/crds] [--base-url URL] [--sources FILE]
 
-Each pinned CRD YAML (preflight/schema_sources.json) is fetched at its commit; every served version's
+Each pinned CRD YAML (preflight/checks/schema_sources.json) is fetched at its commit; every served version's
 `openAPIV3Schema` becomes `<dest>/<group>/<version>/<kind lower>.json`, serialised exactly like
-the vendored `preflight/crds/` (`$schema` and `title` first, other keys sorted, indent 1, final newline),
+the vendored `preflight/checks/crds/` (`$schema` and `title` first, other keys sorted, indent 1, final newline),
 so the pinned sha256 of each output can be checked. Nothing is written unless every file checks out.
 `--base-url` points at a mirror (`file:///path` works) laid out as `<repo>/<commit>/<path>`.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from preflight.crd_schemas import CACHE_CRD_DIR, SOURCES_FILE, PinnedFile, load_sources
+from preflight.checks.crd_schemas import CACHE_CRD_DIR, SOURCES_FILE, PinnedFile, load_sources
 
 JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-04/schema#"
 DOWNLOAD_TIMEOUT_SECONDS = 60
@@ -38,7 +38,7 @@ class FetchError(RuntimeError):
 
 
 def schema_json(kind: str, group: str, version: str, open_api_schema: Mapping[str, Any]) -> bytes:
-    """One served version's schema, serialised byte for byte like preflight/crds/."""
+    """One served version's schema, serialised byte for byte like preflight/checks/crds/."""
     sorted_schema = json.loads(json.dumps(open_api_schema, sort_keys=True))
     document = {"$schema": JSON_SCHEMA_DRAFT, "title": f"{kind} {group}/{version}", **sorted_schema}
     return (json.dumps(document, indent=1) + "\n").encode("utf-8")
@@ -105,7 +105,9 @@ def write_schemas(schemas: Mapping[str, bytes], dest: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m preflight.fetch_schemas", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight.checks.fetch_schemas", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--dest", type=Path, default=CACHE_CRD_DIR, help=f"output folder (default {CACHE_CRD_DIR})")
     parser.add_argument("--base-url", help="mirror of raw.githubusercontent.com laid out as <repo>/<commit>/<path>")
     parser.add_argument("--sources", type=Path, default=SOURCES_FILE, help="pinned sources (JSON)")

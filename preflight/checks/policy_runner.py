@@ -20,7 +20,7 @@ import jsonschema
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import proto
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

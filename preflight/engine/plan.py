@@ -17,8 +17,8 @@ import pulumi
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from preflight.mocks import SECRET_PLACEHOLDER, CloudMocks, RecordingMonitor, Registration
-from preflight.stack_files import read_stack_files
+from preflight.engine.mocks import SECRET_PLACEHOLDER, CloudMocks, RecordingMonitor, Registration
+from preflight.engine.stack_files import read_stack_files
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""`preflight diff`: plan two revisions, compare the plans, render the comparison."""

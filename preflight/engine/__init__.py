@@ -1,0 +1,1 @@
+"""Run the program under Pulumi's mocks and record the plan the engine would receive."""
