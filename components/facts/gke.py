@@ -51,6 +51,9 @@ INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
 NETWORKING_GROUP = "networking.gke.io"
 DRANET_DEVICE_CLASS = "netdev.google.com"
+# The resource Kueue counts DRANET NICs as (its manager configuration maps the device class to it), so a TPU
+# worker's claim is quota like its chips: a name of trainyard's, any label key Kueue accepts.
+DCN_NIC_RESOURCE = "trainyard/dcn-nic"
 
 # The GCS FUSE CSI driver's sidecar: injected on this annotation; "0" lifts each resource limit (the
 # sidecar stages checkpoints and file-cache data through its own disk and memory).

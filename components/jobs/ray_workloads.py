@@ -25,7 +25,7 @@ from components.facts.gke import (
     WORKLOAD_LABEL,
 )
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, POD_TOKEN, container_security, pod_security
-from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes
+from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes, nics_per_worker
 from components.kube.revision import retained, revision_name
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_target import WorkloadTarget
@@ -151,7 +151,7 @@ class RayPods:
         tpu = group.slice
         chips = str(tpu.chips_per_vm)
         ray = self._ray
-        claims = self._dranet is not None and group.count > 1
+        claims = self._dranet is not None and nics_per_worker(self._config, group) > 0
         container: dict = {
             "name": "ray-worker",
             "image": self._image,

@@ -21,6 +21,7 @@ from components.jobs.torch_workloads import (
     host_library_volumes,
     nccl_env,
     rdma_pod_annotations,
+    topology,
 )
 from components.kube.workload_target import WorkloadTarget
 
@@ -201,7 +202,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
             ),
         ]
         pod = k8s.core.v1.PodTemplateSpecArgs(
-            metadata=k8s.meta.v1.ObjectMetaArgs(annotations=rdma_pod_annotations(pool)),
+            metadata=k8s.meta.v1.ObjectMetaArgs(annotations={**rdma_pod_annotations(pool), **topology(pool)}),
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job_name,
                 restart_policy="Never",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.models import StackConfig
+from components.config.models import StackConfig, TpuSliceConfig
 from components.facts import gke
 
 CLAIM_NAME = "netdev"  # the pod's name for the claim
@@ -19,6 +19,11 @@ CLAIM_NAME = "netdev"  # the pod's name for the claim
 def dcn_nic_count(config: StackConfig) -> int:
     """One NIC per DCN VPC the slices attach (network.dcnRanges)."""
     return len(config.network.dcn_ranges)
+
+
+def nics_per_worker(config: StackConfig, group: TpuSliceConfig) -> int:
+    """The DCN NICs each TPU worker of `group` claims: one per DCN VPC when the group spans slices, else none."""
+    return dcn_nic_count(config) if config.multislice and group.count > 1 else 0
 
 
 def megascale_interface_prefixes(config: StackConfig) -> list[str]:

@@ -20,9 +20,18 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import StackConfig
 from components.facts import gke, topology
-from components.facts.gke import CAPACITY_LABELS, GPU_RESOURCE, NODE_POOL_LABEL, QUEUED_LABEL, TPU_RESOURCE
+from components.facts.gke import (
+    CAPACITY_LABELS,
+    DCN_NIC_RESOURCE,
+    DRANET_DEVICE_CLASS,
+    GPU_RESOURCE,
+    NODE_POOL_LABEL,
+    QUEUED_LABEL,
+    TPU_RESOURCE,
+)
 from components.infra.cluster import SYSTEM_POOL_NAME
 from components.infra.node_pools import is_flex_start
+from components.kube.dranet import nics_per_worker
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -35,6 +44,10 @@ INTEGRATIONS = {"Job": "batch/job", "RayJob": "ray.io/rayjob", "RayCluster": "ra
 # pulls on new nodes), a lost pod replaced within 30 minutes (a DWS reclaim leaves replacement pods with no
 # nodes), else the workload is evicted and requeued, without a limit (the count never resets, and a long
 # fine-tune outlives several DWS windows), at its first place in the queue rather than behind later work.
+# Kueue checks every resource a pod requests against the ClusterQueue (BlockUndeclared, its default): local SSD
+# scratch (ephemeral-storage, the FSDP model cache) is left to the scheduler, which the placement check plays, and
+# DRANET NICs are counted as DCN_NIC_RESOURCE, which the ClusterQueue covers (docs/cloud-facts.md: Kueue admits
+# only what its ClusterQueue covers).
 MANAGER_CONFIG = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
     "kind": "Configuration",
@@ -50,6 +63,10 @@ MANAGER_CONFIG = {
         }
     },
     "integrations": {"frameworks": list(INTEGRATIONS.values())},
+    "resources": {
+        "excludeResourcePrefixes": ["ephemeral-storage"],
+        "deviceClassMappings": [{"name": DCN_NIC_RESOURCE, "deviceClassNames": [DRANET_DEVICE_CLASS]}],
+    },
     "waitForPodsReady": {
         "timeout": "30m",
         "recoveryTimeout": "30m",
@@ -68,6 +85,7 @@ class Flavor:
     machine: topology.MachineShape
     accelerator: str | None = None
     accelerators_per_node: int = 0
+    nics_per_node: int = 0  # DRANET NICs its pods claim per node (DCN_NIC_RESOURCE)
     dws: bool = False  # the ProvisioningRequest admission check runs for it
     tolerations: list[dict[str, str]] = field(default_factory=list)
     topology: str | None = None  # the Topology Kueue places the flavor's pods by (Topology-Aware Scheduling)
@@ -77,6 +95,8 @@ class Flavor:
             return str(self.nodes * self.machine.vcpus)
         if resource == "memory":
             return f"{self.nodes * self.machine.memory_gib}Gi"
+        if resource == DCN_NIC_RESOURCE:
+            return self.nodes * self.nics_per_node
         return self.nodes * self.accelerators_per_node if resource == self.accelerator else 0
 
 
@@ -92,6 +112,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
                 name=group.name, node_labels=labels, nodes=group.count * tpu.vms,
                 machine=topology.machine_shape(tpu.machine_type), accelerator=TPU_RESOURCE,
                 accelerators_per_node=tpu.chips_per_vm, dws=is_flex_start(group.capacity),
+                nics_per_node=nics_per_worker(config, group),
             )
         )  # fmt: skip
     return flavors
@@ -135,6 +156,8 @@ def covered_resources(config: StackConfig) -> list[str]:
         resources.append(TPU_RESOURCE)
     if config.gpu_pools:
         resources.append(GPU_RESOURCE)
+    if config.multislice:
+        resources.append(DCN_NIC_RESOURCE)
     return resources
 
 

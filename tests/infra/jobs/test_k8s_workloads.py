@@ -262,6 +262,9 @@ def test_smoke_jobs(full_plan):
     command = nccl["spec"]["template"]["spec"]["containers"][0]["command"][2]
     assert "--nproc_per_node=8" in command and command.endswith("/smoke/allgather.py")
     assert "allgather.py" in manifest(full_plan, "ConfigMap", "smoke-scripts")["data"]
+    # Its flavor places by topology, beside flavors without: Kueue admits only a pod set that asks for one.
+    annotations = nccl["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-preferred-topology"] == "cloud.google.com/gce-topology-block"
 
 
 def nccl_smoke_pod(plan):

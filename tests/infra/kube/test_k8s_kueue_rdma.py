@@ -20,12 +20,30 @@ def test_dev_cluster_queue_quotas_are_what_the_pools_hold(dev_plan):
         "memory",
         "google.com/tpu",
         "nvidia.com/gpu",
+        "trainyard/dcn-nic",
     ]
+    no_accelerators = {"google.com/tpu": 0, "nvidia.com/gpu": 0, "trainyard/dcn-nic": 0}
     assert quotas(queue) == {
-        "system": {"cpu": "40", "memory": "160Gi", "google.com/tpu": 0, "nvidia.com/gpu": 0},  # 5 x e2-standard-8
-        "v6e-16": {"cpu": "1440", "memory": "5760Gi", "google.com/tpu": 32, "nvidia.com/gpu": 0},  # 8 x ct6e-4t
-        "gpu-nodepool-dws": {"cpu": "2240", "memory": "39680Gi", "google.com/tpu": 0, "nvidia.com/gpu": 80},
+        "system": {"cpu": "40", "memory": "160Gi", **no_accelerators},  # 5 x e2-standard-8
+        # 8 x ct6e-4t, each claiming one NIC per DCN VPC (2)
+        "v6e-16": {"cpu": "1440", "memory": "5760Gi", **no_accelerators, "google.com/tpu": 32, "trainyard/dcn-nic": 16},
+        "gpu-nodepool-dws": {"cpu": "2240", "memory": "39680Gi", **no_accelerators, "nvidia.com/gpu": 80},
     }
+
+
+def test_single_slice_groups_claim_no_nics_and_the_queue_covers_none(plan_with):
+    def single(values):
+        values["trainyard:tpuSlices"][0]["count"] = 1
+
+    queue = manifest(plan_with(single), "ClusterQueue", "trainyard")
+    assert "trainyard/dcn-nic" not in queue["spec"]["resourceGroups"][0]["coveredResources"]
+
+
+def test_kueue_counts_dranet_claims_and_leaves_local_ssd_to_the_scheduler(dev_plan):
+    resources = manager_config(dev_plan)["resources"]
+    mapping = {"name": "trainyard/dcn-nic", "deviceClassNames": ["netdev.google.com"]}
+    assert resources["deviceClassMappings"] == [mapping]
+    assert resources["excludeResourcePrefixes"] == ["ephemeral-storage"]
 
 
 def test_dws_admission_check_only_on_dws_flavors(dev_plan):
