@@ -23,6 +23,7 @@ from components.config.job_checks import driver_summary
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
 from preflight.checks import policy_runner, provider_inputs
+from preflight.checks.admission import Admission, AdmissionProblem, check_admission, workload_config_keys
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.checks.kube_schemas import SchemaCheck, check_manifests
 from preflight.checks.placement import PlacementProblem, check_placement
@@ -44,6 +45,8 @@ class Verdict:
     schemas: SchemaCheck
     placement: list[PlacementProblem]
     pod_templates: int
+    admitted: list[Admission]
+    admission: list[AdmissionProblem]  # workloads Kueue would never admit
     provider_inputs: list[ProviderInputProblem]
     policies: list[policy_runner.Verdict]
     cost: cost.StackCost
@@ -58,6 +61,7 @@ class Verdict:
             bool(self.schemas.problems)
             or unchecked_fails
             or bool(self.placement)
+            or bool(self.admission)
             or bool(self.provider_inputs)
             or policy_runner.has_mandatory(self.policies)
         )
@@ -72,6 +76,13 @@ class Verdict:
             "placementProblems": [
                 {"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement
             ],
+            "admission": {
+                "admitted": [{"workload": a.workload, "flavors": a.flavors} for a in self.admitted],
+                "problems": [
+                    {"workload": p.workload, "podSet": p.pod_set, "reason": p.reason, "configKey": p.key}
+                    for p in self.admission
+                ],
+            },
             "policies": [verdict.to_json() for verdict in self.policies],
             "cost": self.cost.to_json(),
             "forecast": [result.to_json() for result in self.forecast],
@@ -104,11 +115,14 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
     plan_json = plan.to_json()
     config = load_stack_config(plan.config, plan.stack)
     pod_templates, placement = check_placement(plan_json["resources"])
+    admitted, admission = check_admission(plan_json["resources"], workload_config_keys(config))
     forecasts = stack_forecasts(config)
     return Verdict(
         schemas=check_manifests(plan.manifests, config.cluster.version),
         placement=placement,
         pod_templates=pod_templates,
+        admitted=admitted,
+        admission=admission,
         provider_inputs=check_provider_inputs(plan_json["resources"]),
         policies=policy_runner.evaluate(plan_json, pack_config_with_forecast(pack_config, forecasts)),
         cost=cost.estimate(plan_json["resources"]),
@@ -132,6 +146,11 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     say_each(verdict.provider_inputs)
     say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
     say_each(verdict.placement)
+    queued = len(verdict.admitted) + len({p.workload for p in verdict.admission})
+    say(
+        f"\nKueue admission (v0.19.2, as its code admits): {queued} queued workloads, {len(verdict.admission)} problems"
+    )
+    say_each([*(f"{a.workload}: admitted on {a.flavor_list}" for a in verdict.admitted), *verdict.admission])
     if verdict.gpu_software:
         say("\nGPU software (components/facts/gpu_software.py; docs/cloud-facts.md: the A4 GPU software stack):")
         say_each(verdict.gpu_software)
@@ -163,6 +182,7 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
         "schema": len(verdict.schemas.problems) + (len(verdict.schemas.unchecked) if verdict.strict_schemas else 0),
         "provider input": len(verdict.provider_inputs),
         "placement": len(verdict.placement),
+        "admission": len(verdict.admission),
         "mandatory policy": sum(1 for v in verdict.policies if v.level == "mandatory"),
     }
     total = sum(counts.values())

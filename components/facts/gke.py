@@ -118,6 +118,7 @@ SUBNETWORK_TYPE = "gcp:compute/subnetwork:Subnetwork"
 ROUTER_TYPE = "gcp:compute/router:Router"
 ROUTER_NAT_TYPE = "gcp:compute/routerNat:RouterNat"
 BUCKET_TYPE = "gcp:storage/bucket:Bucket"
+HELM_CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
 
 # Capacity modes, in the stack config's words.

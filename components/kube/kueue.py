@@ -87,6 +87,7 @@ class Flavor:
     accelerators_per_node: int = 0
     nics_per_node: int = 0  # DRANET NICs its pods claim per node (DCN_NIC_RESOURCE)
     dws: bool = False  # the ProvisioningRequest admission check runs for it
+    flex_start: bool = False  # its nodes come from flex-start capacity (tried after on-demand when preferred)
     tolerations: list[dict[str, str]] = field(default_factory=list)
     topology: str | None = None  # the Topology Kueue places the flavor's pods by (Topology-Aware Scheduling)
 
@@ -111,7 +112,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
             Flavor(
                 name=group.name, node_labels=labels, nodes=group.count * tpu.vms,
                 machine=topology.machine_shape(tpu.machine_type), accelerator=TPU_RESOURCE,
-                accelerators_per_node=tpu.chips_per_vm, dws=is_flex_start(group.capacity),
+                accelerators_per_node=tpu.chips_per_vm, flex_start=is_flex_start(group.capacity),
                 nics_per_node=nics_per_worker(config, group),
             )
         )  # fmt: skip
@@ -126,7 +127,7 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
             Flavor(
                 name=pool.name, node_labels={NODE_POOL_LABEL: pool.name}, nodes=pool.max_nodes,
                 machine=topology.machine_shape(pool.machine_type), accelerator=GPU_RESOURCE,
-                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued,
+                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued, flex_start=is_flex_start(pool.capacity),
                 tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
                 topology=gke.TAS_TOPOLOGY if pool.topology_labels else None,
             )
@@ -142,10 +143,10 @@ def system_flavor(config: StackConfig) -> Flavor:
 
 
 def ordered_flavors(config: StackConfig) -> list[Flavor]:
-    """The order Kueue tries them in: CPU pods on the system pool; on-demand before DWS when preferred."""
+    """The order Kueue tries them in: CPU pods on the system pool; on-demand before flex-start when preferred."""
     accelerated = tpu_flavors(config) + gpu_flavors(config)
     if config.kueue.prefer_on_demand:
-        accelerated.sort(key=lambda flavor: flavor.dws)  # stable: config order within each kind
+        accelerated.sort(key=lambda flavor: flavor.flex_start)  # stable: config order within each kind
     return [system_flavor(config), *accelerated]
 
 

@@ -111,7 +111,7 @@ def test_every_kind_the_stack_queues_is_an_integration_kueue_manages(plan_with):
     assert {INTEGRATIONS[kind] for kind in queued} <= set(manager_config(plan)["integrations"]["frameworks"])
 
 
-def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
+def test_flex_start_tpus_come_after_on_demand_and_need_no_provisioning_request(plan_with):
     def mixed(values):
         values["trainyard:tpuSlices"].append(
             {"name": "v6e-16-flex", "topology": "4x4", "count": 1, "capacity": "flexStart"}
@@ -123,8 +123,9 @@ def test_flex_start_tpus_join_dws_after_on_demand(plan_with):
     queue = manifest(plan, "ClusterQueue", "trainyard")
     assert list(quotas(queue)) == ["system", "v6e-16", "gpu-nodepool-dws", "v6e-16-flex"]
     assert quotas(queue)["v6e-16-flex"]["google.com/tpu"] == 16
-    assert queue["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] == ["v6e-16-flex"]
-    assert manifest(plan, "ProvisioningRequestConfig", "dws-prov")["spec"]["managedResources"] == ["google.com/tpu"]
+    # The autoscaler brings up a flex-start slice whole; no queued-provisioning pool could serve a request.
+    assert "admissionChecksStrategy" not in queue["spec"]
+    assert "ProvisioningRequestConfig" not in {m["kind"] for m in plan.manifests}
     assert (
         manifest(plan, "ResourceFlavor", "v6e-16-flex")["spec"]["nodeLabels"]["cloud.google.com/gke-flex-start"]
         == "true"
