@@ -62,6 +62,7 @@ class Verdict:
             or unchecked_fails
             or bool(self.placement)
             or bool(self.admission)
+            or any(result.cannot_run for result in self.forecast)
             or bool(self.provider_inputs)
             or policy_runner.has_mandatory(self.policies)
         )
@@ -184,6 +185,7 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
         "placement": len(verdict.placement),
         "admission": len(verdict.admission),
         "mandatory policy": sum(1 for v in verdict.policies if v.level == "mandatory"),
+        "does not fit": sum(1 for result in verdict.forecast if result.cannot_run),
     }
     total = sum(counts.values())
     where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)

@@ -63,6 +63,10 @@ class FsdpJobForecast(PricedForecast):
             self._sync_once_line(),
         ]
 
+    @property
+    def cannot_run(self) -> bool:
+        return bool(self.hbm_bytes) and self.memory.total > self.hbm_bytes
+
     def _memory_line(self) -> str:
         m, gb = self.memory, 1e9
         parts = (
@@ -71,7 +75,7 @@ class FsdpJobForecast(PricedForecast):
             f"logits {m.logits / gb:,.0f} GB; gathered layers {m.gathered / gb:,.0f} GB"
         )
         line = f"  memory per GPU: ~{m.total / gb:,.0f} GB of {self.hbm_bytes / gb:,.0f} GB ({parts})"
-        if self.hbm_bytes and m.total > self.hbm_bytes:
+        if self.cannot_run:
             return f"{line}; DOES NOT FIT: turn on activation-checkpointing, shorten rows or add nodes"
         return line
 

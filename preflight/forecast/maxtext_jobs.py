@@ -71,9 +71,8 @@ def job_forecast(
     if verdict is None:
         reason = f"no fit-check result for this configuration yet: `make fit-check STACK={config.stack}` compiles it"
         return NoForecast(job.name, reason)
-    if verdict.get("cost") is None:
-        error = verdict.get("compiler_error") or "HBM"
-        return NoForecast(job.name, f"it does not fit its slices ({error}): make fit-check says why")
+    if verdict.get("cost") is None or verdict.get("fits") is False:
+        return NoForecast(job.name, unfit_reason(verdict), cannot_run=True)
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     group = config.slice_group(job.slices)
     tpu, slices = group.slice, int(verdict["slices"])
@@ -82,6 +81,16 @@ def job_forecast(
         job.name, job.model_name, node_hour * tpu.vms * slices, price.estimate, slices, verdict["target"],
         forecast(work, tpu.generation, slices * tpu.chips),
     )  # fmt: skip
+
+
+def unfit_reason(verdict: dict[str, Any]) -> str:
+    """Why the compiled job does not fit, in the fit check's figures."""
+    needed, available = verdict.get("needed_bytes"), verdict.get("available_bytes") or 0
+    if verdict.get("compiler_error") or needed is None:
+        why = verdict.get("compiler_error") or "it did not compile"
+    else:
+        why = f"{needed / 2**30:.1f} GiB of HBM per chip needed, {available / 2**30:.1f} GiB usable"
+    return f"{why} on {verdict.get('slices')} x {verdict.get('target')}: `make fit-check` says why"
 
 
 def maxtext_forecasts(config: StackConfig, prices: cost.PriceBook, root: Path) -> list[MaxTextJobForecast | NoForecast]:

@@ -26,12 +26,13 @@ class Step(Protocol):
 class NoForecast:
     job: str
     reason: str
+    cannot_run: bool = False  # the job does not fit its accelerators: the run fails
 
     def lines(self) -> list[str]:
-        return [f"{self.job}: no forecast: {self.reason}"]
+        return [f"{self.job}: {'DOES NOT FIT' if self.cannot_run else 'no forecast'}: {self.reason}"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"job": self.job, "none": self.reason}
+        return {"job": self.job, "none": self.reason, "cannotRun": self.cannot_run}
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ class PricedForecast:
     @property
     def step(self) -> Step:
         raise NotImplementedError
+
+    @property
+    def cannot_run(self) -> bool:
+        """The job does not fit its accelerators' memory: the run fails."""
+        return False
 
     @property
     def usd_per_step(self) -> float:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
+from preflight.__main__ import check
 from preflight.__main__ import main as preflight_main
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.fsdp import FsdpRun, Hardware, forecast
@@ -124,10 +127,10 @@ def test_a_job_that_cannot_fit_says_so():
         args.update({"per-device-train-batch-size": "32", "activation-checkpointing": "false"})
 
     (crowded,) = stack_forecasts_of_dev(crowd)
-    assert crowded.memory.total > 180e9
+    assert crowded.memory.total > 180e9 and crowded.cannot_run
     assert "DOES NOT FIT" in crowded.lines()[4]
     (dev,) = stack_forecasts_of_dev()
-    assert dev.memory.total < 180e9 and "DOES NOT FIT" not in "\n".join(dev.lines())
+    assert dev.memory.total < 180e9 and "DOES NOT FIT" not in "\n".join(dev.lines()) and not dev.cannot_run
     assert dev.to_json()["memoryGbPerGpu"] == pytest.approx(dev.memory.total / 1e9, abs=0.1)
 
 
@@ -175,3 +178,14 @@ def test_preflight_hands_the_forecast_to_the_run_budget_policy_and_writes_it_for
     written = json.loads(capsys.readouterr().out)
     assert written["runs-within-budget"]["maxUsdPerRun"] == 100
     assert {f["job"] for f in written["runs-within-budget"]["forecast"]} >= {"llama31-70b-fsdp", "llama3-8b"}
+
+
+def test_a_forecast_that_does_not_fit_fails_the_run(dev_plan):
+    def crowd(values):
+        values["trainyard:jobs"]["fsdp"][0]["args"].update(
+            {"per-device-train-batch-size": "32", "activation-checkpointing": "false"}
+        )
+
+    verdict = check(dev_plan, {})
+    assert not verdict.failed
+    assert dataclasses.replace(verdict, forecast=stack_forecasts_of_dev(crowd)).failed

@@ -58,13 +58,14 @@ def fit_check_root(tmp_path):
     return tmp_path
 
 
-def cache_dev_verdict(root, work: StepWork) -> None:
+def cache_dev_verdict(root, work: StepWork, needed_bytes: float = 24e9) -> None:
     """What `make fit-check` keeps for the dev stack's llama3-8b job, compiled at 2 x v6e-16."""
     config = dev_config()
     job = config.jobs.enabled_maxtext[0]
     argv = fit_check_argv(config, job)
-    verdict = {"name": job.name, "target": "v6e-16", "slices": 2, "needed_bytes": 24e9, "available_bytes": 32e9,
-               "compile_seconds": 150.0, "compiler_error": None, "cost": WORK.__dict__, "fits": True}  # fmt: skip
+    verdict = {"name": job.name, "target": "v6e-16", "slices": 2, "needed_bytes": needed_bytes,
+               "available_bytes": 32e9, "compile_seconds": 150.0, "compiler_error": None, "cost": work.__dict__,
+               "fits": needed_bytes <= 32e9}  # fmt: skip
     save_verdict(root / CACHE_DIR, cache_key(argv, root), json.loads(json.dumps(verdict)))
 
 
@@ -90,6 +91,14 @@ def test_a_cached_fit_check_gives_the_dev_job_its_step_tokens_mfu_and_dollars_pe
     lines = "\n".join(result.lines())
     assert lines.startswith("llama3-8b: MaxText llama3-8b, 2 x v6e-16 (32 chips)")
     assert "compute-bound" in lines and "tokens/s/chip" in lines and "100 steps take" in lines
+
+
+def test_a_cached_verdict_that_does_not_fit_fails_the_job(fit_check_root):
+    cache_dev_verdict(fit_check_root, WORK, needed_bytes=40 * 2**30)
+    (result,) = maxtext_results(dev_config(), fit_check_root)
+    assert isinstance(result, NoForecast) and result.cannot_run and result.to_json()["cannotRun"] is True
+    expected = "40.0 GiB of HBM per chip needed, 29.8 GiB usable on 2 x v6e-16: `make fit-check` says why"
+    assert result.lines() == [f"llama3-8b: DOES NOT FIT: {expected}"]
 
 
 def test_any_change_to_what_is_compiled_leaves_the_job_without_a_forecast(fit_check_root):
