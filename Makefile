@@ -7,7 +7,7 @@ STACK ?= dev
 PREFLIGHT_FLAGS ?=
 
 # Each workload's .mk appends its own test target here; test-infra runs last, once the trainers' venvs exist
-# (tests/infra/jobs/test_k8s_runtime.py runs the rendered commands in them).
+# (tests/components/jobs/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
 .PHONY: preflight test test-infra lint schemas train-local docs
@@ -42,7 +42,7 @@ lint: $(VENV)/.dev
 test-infra: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/python -m pytest tests/infra -q
+	$(VENV)/bin/python -m pytest tests/preflight tests/components tests/policies tests/github -q
 
 -include workloads/fsdp/fsdp.mk
 -include workloads/maxtext/maxtext.mk

@@ -3,7 +3,7 @@
     python -m components.config.reference            # print the table
     python -m components.config.reference --write    # rewrite it in README.md between its markers
 
-`tests/infra/config/test_config_reference.py` fails when the README's table and the models disagree.
+`tests/components/config/test_config_reference.py` fails when the README's table and the models disagree.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ MIN_DRIVER_FOR_CUDA_MAJOR: dict[int, str] = {12: "525", 13: "580"}
 
 @dataclass(frozen=True)
 class TorchWheel:
-    """What a pinned torch wheel bundles; `tests/fsdp` checks it against the wheel installed in .venv-fsdp."""
+    """What a pinned torch wheel bundles; `tests/workloads/fsdp` checks it against the wheel installed in .venv-fsdp."""
 
     torch: str
     cuda: str

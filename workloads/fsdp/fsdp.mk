@@ -19,10 +19,10 @@ $(FSDP_VENV)/.installed: workloads/fsdp/requirements.txt workloads/fsdp/requirem
 
 # About 3-4 minutes on 2 cores: unit tests plus five short torchrun runs (2 processes, gloo).
 test-fsdp: $(FSDP_VENV)/.installed
-	$(FSDP_PY) -m pytest tests/fsdp -q
+	$(FSDP_PY) -m pytest tests/workloads/fsdp -q
 
 test-fsdp-slow: $(FSDP_VENV)/.installed
-	$(FSDP_PY) -m pytest tests/fsdp -q -m slow
+	$(FSDP_PY) -m pytest tests/workloads/fsdp -q -m slow
 
 # A tiny Llama fine-tuned on generated text-to-SQL by 2 CPU processes: progress bar, MaxText-style step
 # lines every 10 steps, evaluation, checkpoints and the final export under $(FSDP_LOCAL)/run.

@@ -23,7 +23,7 @@ $(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
 # -m "" also runs the tests marked slow (the local Ray runs, 1-2 minutes each; about 6 minutes in all),
 # which pyproject's addopts leave out of a bare `pytest`. The big compiles are not tests: see fit-check.
 test-maxtext: $(MAXTEXT_VENV)/.installed
-	$(MAXTEXT_PY) -m pytest tests/maxtext -q -m ""
+	$(MAXTEXT_PY) -m pytest tests/workloads/maxtext -q -m ""
 
 # Two CPU workers train a tiny model for 20 steps; MaxText's step lines show the loss falling.
 train-local-maxtext: $(MAXTEXT_VENV)/.installed

@@ -1,0 +1,115 @@
+"""The workload namespace's NetworkPolicies, evaluated flow by flow with the Kubernetes NetworkPolicy rules:
+a pod selected by a policy of a direction accepts only what one of those policies' rules allows (union),
+a peer matches by pod labels in the policy's namespace, by namespace labels, by both, or by address."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from ipaddress import ip_address, ip_network
+from typing import Any
+
+import pytest
+
+from tests.helpers.plans import manifest
+
+NAMESPACE = "trainyard"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    namespace: str | None  # None: outside the cluster
+    ip: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.get("matchLabels", {}).items())
+
+
+def peer_matches(peer: dict[str, Any], other: Endpoint) -> bool:
+    if "ipBlock" in peer:
+        block = peer["ipBlock"]
+        address = ip_address(other.ip)
+        inside = address in ip_network(block["cidr"])
+        return inside and not any(address in ip_network(cidr) for cidr in block.get("except", []))
+    if other.namespace is None:
+        return False
+    namespace_labels = {"kubernetes.io/metadata.name": other.namespace}
+    if "namespaceSelector" in peer and not selects(peer["namespaceSelector"], namespace_labels):
+        return False
+    if "namespaceSelector" not in peer and other.namespace != NAMESPACE:
+        return False
+    return "podSelector" not in peer or selects(peer["podSelector"], other.labels)
+
+
+def port_matches(ports: list[dict[str, Any]] | None, port: int, protocol: str) -> bool:
+    return not ports or any(p["port"] == port and p.get("protocol", "TCP") == protocol for p in ports)
+
+
+def allowed(policies: list[dict[str, Any]], direction: str, pod: Endpoint, other: Endpoint, port: int, proto: str):
+    """Whether `pod` (in the namespace) may take (Ingress) or send (Egress) this connection from/to `other`."""
+    key, peers = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    selecting = [p for p in policies if direction in p["policyTypes"] and selects(p["podSelector"], pod.labels)]
+    if not selecting:
+        return True
+    return any(
+        (peers not in rule or any(peer_matches(peer, other) for peer in rule[peers]))
+        and port_matches(rule.get("ports"), port, proto)
+        for policy in selecting
+        for rule in policy.get(key, [])
+    )
+
+
+def can_connect(policies, source: Endpoint, target: Endpoint, port: int, proto: str = "TCP") -> bool:
+    out = source.namespace != NAMESPACE or allowed(policies, "Egress", source, target, port, proto)
+    into = target.namespace != NAMESPACE or allowed(policies, "Ingress", target, source, port, proto)
+    return out and into
+
+
+HEAD = Endpoint(NAMESPACE, "10.64.0.10", {"ray.io/node-type": "head", "ray.io/cluster": "llama3-8b"})
+WORKER = Endpoint(NAMESPACE, "10.64.1.10", {"ray.io/node-type": "worker", "ray.io/cluster": "llama3-8b"})
+SUBMITTER = Endpoint(NAMESPACE, "10.64.2.10", {"ray.io/originated-from-crd": "RayJob"})
+TRAINER_0 = Endpoint(NAMESPACE, "10.64.3.10", {"trainyard/workload": "llama31-70b-fsdp"})
+TRAINER_1 = Endpoint(NAMESPACE, "10.64.4.10", {"trainyard/workload": "llama31-70b-fsdp"})
+OTHER_TEAM = Endpoint("web", "10.64.5.10", {"app": "web"})
+KONNECTIVITY = Endpoint("kube-system", "10.64.6.10", {"k8s-app": "konnectivity-agent"})
+KUBE_DNS = Endpoint("kube-system", "10.64.7.10", {"k8s-app": "kube-dns"})
+COLLECTOR = Endpoint("gmp-system", "10.64.8.10", {"app.kubernetes.io/name": "collector"})
+METADATA_SERVER = Endpoint(None, "169.254.169.252")
+HUGGING_FACE = Endpoint(None, "18.239.50.10")
+
+FLOWS = [
+    ("Ray worker to the head's GCS", WORKER, HEAD, 6379, "TCP", True),
+    ("head to a worker's object manager", HEAD, WORKER, 12345, "TCP", True),
+    ("RayJob submitter to the job API", SUBMITTER, HEAD, 8265, "TCP", True),
+    ("the hosted operator's path to the job API", KONNECTIVITY, HEAD, 8265, "TCP", True),
+    ("torchrun rendezvous", TRAINER_1, TRAINER_0, 29400, "TCP", True),
+    ("NCCL socket bootstrap", TRAINER_0, TRAINER_1, 43210, "TCP", True),
+    ("metrics scraping", COLLECTOR, WORKER, 8080, "TCP", True),
+    ("DNS", TRAINER_0, KUBE_DNS, 53, "UDP", True),
+    ("Workload Identity", TRAINER_0, METADATA_SERVER, 988, "TCP", True),
+    ("a Hugging Face download", TRAINER_0, HUGGING_FACE, 443, "TCP", True),
+    ("another namespace to the Ray client port", OTHER_TEAM, HEAD, 10001, "TCP", False),
+    ("another namespace to the head's GCS", OTHER_TEAM, HEAD, 6379, "TCP", False),
+    ("another namespace to the rendezvous", OTHER_TEAM, TRAINER_0, 29400, "TCP", False),
+    ("another namespace to a worker", OTHER_TEAM, WORKER, 8080, "TCP", False),
+    ("a trainer to another namespace's pod", TRAINER_0, OTHER_TEAM, 8080, "TCP", False),
+    ("a trainer to a kube-system pod other than DNS", TRAINER_0, KONNECTIVITY, 8132, "TCP", False),
+]
+
+
+@pytest.fixture(scope="module")
+def policies(dev_plan):
+    names = ("default-deny", "allow-within-namespace", "allow-ray-dashboard", "allow-metrics-scraping")
+    found = [manifest(dev_plan, "NetworkPolicy", name) for name in (*names, "allow-egress-dns-metadata-outside")]
+    assert all(policy["metadata"]["namespace"] == NAMESPACE for policy in found)
+    return [policy["spec"] for policy in found]
+
+
+@pytest.mark.parametrize(("label", "source", "target", "port", "proto", "expected"), FLOWS, ids=[f[0] for f in FLOWS])
+def test_flow(policies, label, source, target, port, proto, expected):
+    assert can_connect(policies, source, target, port, proto) is expected
+
+
+def test_without_the_policies_every_flow_is_open():
+    assert all(can_connect([], source, target, port, proto) for _, source, target, port, proto, _ in FLOWS)

@@ -1,0 +1,119 @@
+"""Stack edits for the policy tests: each builds a variation of ``policy_stacks.good_stack()`` that changes one
+thing (a property, an added or removed resource)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.helpers import policy_stacks as fx
+
+GPU_POOL, SLICE, SYSTEM = "gpu-nodepool-dws", "v6e-16-0", "system"
+Stack = list[dict[str, Any]]
+
+
+def edit(name: str, path: str, value: Any) -> Callable[[], Stack]:
+    def build() -> Stack:
+        stack = fx.good_stack()
+        return fx.replace(stack, fx.changed(fx.by_name(stack, name), path, value))
+
+    return build
+
+
+def add(*extra: Callable[[], dict[str, Any]]) -> Callable[[], Stack]:
+    return lambda: fx.good_stack() + [make() for make in extra]
+
+
+def without(name: str) -> Callable[[], Stack]:
+    return lambda: [item for item in fx.good_stack() if item["name"] != name]
+
+
+def public_endpoint(*blocks: str, google_cloud: bool = False) -> Callable[[], Stack]:
+    """The dev cluster with its IP endpoint public, admitting ``blocks`` (no list at all when given None)."""
+
+    def build() -> Stack:
+        cluster = fx.changed(fx.cluster(), "privateClusterConfig.enablePrivateEndpoint", False)
+        authorized = {
+            "cidrBlocks": [{"displayName": f"range-{i}", "cidrBlock": cidr} for i, cidr in enumerate(blocks)],
+            "gcpPublicCidrsAccessEnabled": google_cloud,
+        }
+        return fx.replace(fx.good_stack(), fx.changed(cluster, "masterAuthorizedNetworksConfig", authorized))
+
+    return build
+
+
+def dcn_attached_to_a_pool(firewall: bool) -> Callable[[], Stack]:
+    """The first DCN VPC as a pool's node network, its subnet, and (or not) the ingress rule from it."""
+
+    def build() -> Stack:
+        stack = fx.good_stack()
+        network = fx.by_name(stack, "trainyard-dev-dcn-1")
+        subnet = fx.resource(
+            "gcp:compute/subnetwork:Subnetwork", "dcn-1-sub", {"name": "dcn-1-sub", "ipCidrRange": "10.50.0.0/16"}
+        )
+        extra = {"additionalNodeNetworkConfigs": [{"network": "trainyard-dev-dcn-1", "subnetwork": "dcn-1-sub"}]}
+        stack = [*fx.replace(stack, fx.changed(fx.by_name(stack, "v6e-16-0"), "networkConfig", extra)), subnet]
+        if firewall:
+            rule = fx.resource(
+                "gcp:compute/firewall:Firewall",
+                "dcn-1-internal",
+                {"sourceRanges": ["10.50.0.0/16"], "allows": [{"protocol": "tcp", "ports": ["0-65535"]}]},
+            )
+            stack.append({**rule, "dependencies": [network["urn"]]})
+        return stack
+
+    return build
+
+
+def queued_tpu_pool() -> dict[str, Any]:
+    return fx.changed(fx.flex_tpu_slice_pool(), "queuedProvisioning", {"enabled": True})
+
+
+def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
+    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": {"privileged": privileged}}
+    return fx.resource(
+        "kubernetes:apps/v1:Deployment",
+        "web",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1.0, "template": {"spec": {"containers": [container], **pod}}},
+        },
+    )
+
+
+def cpu_job(**spec: Any) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]}}
+    return fx.resource(
+        "kubernetes:batch/v1:Job",
+        "prep",
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "prep"}, "spec": {"template": template, **spec}},
+    )
+
+
+def iam(type_: str, **inputs: Any) -> Callable[[], dict[str, Any]]:
+    return lambda: fx.resource(type_, "grant", {"project": "trainyard-dev", **inputs})
+
+
+def shaped_rayjob(flags: str) -> dict[str, Any]:
+    """The MaxText RayJob told its shape the way workloads.maxtext.train is (--slices/--hosts-per-slice)."""
+    return fx.changed(fx.maxtext_rayjob(), "spec.entrypoint", f"python -m workloads.maxtext.train {flags}")
+
+
+def without_metadata_server(stack: Stack) -> Stack:
+    for name in ("v6e-16-0", "v6e-16-1"):
+        stack = fx.replace(stack, fx.changed(fx.by_name(stack, name), "nodeConfig.workloadMetadataConfig", fx.DELETE))
+    return stack
+
+
+def metadata_selecting_stack() -> Stack:
+    """Workers also select GKE's label for the metadata server, as the dev stack's RayJob does."""
+    selector = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        "iam.gke.io/gke-metadata-server-enabled": "true",
+        "topology.kubernetes.io/zone": "us-east5-b",
+    }
+    path = "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.nodeSelector"
+    return fx.replace(fx.good_stack(), fx.changed(fx.maxtext_rayjob(), path, selector))

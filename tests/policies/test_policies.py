@@ -1,0 +1,99 @@
+"""Every rule of the pack, driven through pulumi_policy's analyzer with engine-shaped resources.
+
+``good_stack()`` passes every rule; each case (``violations.py``) changes one thing and names exactly the policies
+that must fire (mandatory unless stated); ``passes.py`` holds compliant variations. A meta-test checks every
+mandatory policy has a case that proves it fires.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policies import rules
+from preflight.checks.policy_runner import evaluate
+from tests.helpers import policy_stacks as fx
+from tests.policies.passes import PASSES
+from tests.policies.policy_edits import GPU_POOL, SLICE, SYSTEM, Stack, edit, public_endpoint
+from tests.policies.violations import VIOLATIONS
+
+
+def fired(stack: Stack, config: dict[str, Any] | None = None, level: str = "mandatory") -> set[str]:
+    return {v.policy for v in evaluate(fx.plan(stack), config) if v.level == level}
+
+
+def test_good_stack_passes_every_rule():
+    assert evaluate(fx.plan(fx.good_stack())) == []
+
+
+@pytest.mark.parametrize(("label", "build", "expected"), VIOLATIONS, ids=[case[0] for case in VIOLATIONS])
+def test_violation_fires_exactly_its_rules(label, build, expected):
+    assert fired(build()) == expected
+
+
+def test_every_mandatory_policy_is_proven_to_fire():
+    mandatory = {p.name for p in rules.POLICIES if p.enforcement_level == rules.MANDATORY} - {"allowed-regions"}
+    proven = set().union(*(expected for _, _, expected in VIOLATIONS))
+    assert mandatory - proven == set()
+
+
+@pytest.mark.parametrize(("label", "build", "config"), PASSES, ids=[case[0] for case in PASSES])
+def test_compliant_variation_passes(label, build, config):
+    assert fired(build(), config) == set()
+
+
+def test_allowed_regions_fires_on_each_resource_outside():
+    verdicts = evaluate(fx.plan(fx.good_stack()), {"allowed-regions": {"allowedRegions": ["europe-west4"]}})
+    outside = {v.urn.rsplit("::", 1)[-1] for v in verdicts if v.policy == "allowed-regions"}
+    assert outside == {"trainyard-dev", SYSTEM, SLICE, "v6e-16-1", GPU_POOL, "trainyard-dev-data"}
+    assert all(v.level == "mandatory" for v in verdicts)
+
+
+def test_advisories_do_not_block():
+    stack = fx.replace(fx.good_stack(), fx.changed(fx.cluster(), "deletionProtection", False))
+    stack = fx.replace(stack, fx.changed(fx.system_pool(), "autoscaling", {"totalMinNodeCount": 3.0}))
+    assert fired(stack) == set()
+    assert fired(stack, level="advisory") == {"cluster-deletion-protection-off", "pool-has-max-size"}
+
+
+def test_a_public_endpoint_without_ranges_is_an_advisory():
+    assert fired(public_endpoint()()) == set()
+    assert fired(public_endpoint()(), level="advisory") == {"public-endpoint-names-its-ranges"}
+    assert fired(public_endpoint("203.0.113.0/24")(), level="advisory") == set()
+    assert fired(fx.good_stack(), level="advisory") == set()
+
+
+def test_budget_is_advisory_unless_configured_mandatory():
+    over = {"cost-within-budget": {"maxUsdPerHour": 10}}
+    assert fired(fx.good_stack(), over, level="advisory") == {"cost-within-budget"}
+    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 10, "enforcementLevel": "mandatory"}}) == {
+        "cost-within-budget"
+    }
+    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}, level="advisory") == set()
+
+
+def test_a_run_over_its_budget_is_reported_from_the_forecast_the_pack_config_carries():
+    forecast = [
+        {"job": "fsdp-finetune", "stepSeconds": 21.4, "usdPerWindow": 211.0},
+        {"job": "maxtext", "stepSeconds": 2.1, "usdPerRun": 90.0},
+    ]
+    assert fired(fx.good_stack(), {"runs-within-budget": {"forecast": forecast}}, level="advisory") == set()
+    within = {"runs-within-budget": {"maxUsdPerRun": 250, "forecast": forecast}}
+    assert fired(fx.good_stack(), within, level="advisory") == set()
+    over = {"runs-within-budget": {"maxUsdPerRun": 100, "forecast": forecast}}
+    (verdict,) = [v for v in evaluate(fx.plan(fx.good_stack()), over) if v.policy == "runs-within-budget"]
+    assert "fsdp-finetune is forecast at $211.00 per DWS window (21.4 s per step)" in verdict.message
+    assert verdict.urn.endswith("kubernetes:batch/v1:Job::fsdp-finetune")
+    unforecast = {"runs-within-budget": {"maxUsdPerRun": 1000, "forecast": forecast[:1]}}
+    (missing,) = [v for v in evaluate(fx.plan(fx.good_stack()), unforecast) if v.policy == "runs-within-budget"]
+    assert "job maxtext has no forecast" in missing.message
+    mandatory = {"runs-within-budget": {**over["runs-within-budget"], "enforcementLevel": "mandatory"}}
+    assert fired(fx.good_stack(), mandatory) == {"runs-within-budget"}
+
+
+def test_messages_name_resource_property_and_value():
+    stack = edit("trainyard-dev-dcn-1", "mtu", 1500.0)()
+    (verdict,) = [v for v in evaluate(fx.plan(stack)) if v.policy == "accelerator-vpc-mtu"]
+    assert "trainyard-dev-dcn-1" in verdict.message and "1500" in verdict.message and "8896" in verdict.message
+    assert verdict.urn.endswith("gcp:compute/network:Network::trainyard-dev-dcn-1")
