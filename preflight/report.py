@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from components.facts import cost, gke, images
+from components.facts.capacity import node_pool_capacity
 from preflight.engine.mocks import Registration
 
 
@@ -23,7 +24,7 @@ def _pool_size(inputs: Mapping[str, Any]) -> str:
 
 def _node_pool(inputs: Mapping[str, Any]) -> list[str]:
     node_config = inputs.get("nodeConfig") or {}
-    details = [node_config.get("machineType", "?"), _pool_size(inputs), gke.node_pool_capacity(inputs)]
+    details = [node_config.get("machineType", "?"), _pool_size(inputs), node_pool_capacity(inputs)]
     topology = (inputs.get("placementPolicy") or {}).get("tpuTopology")
     if topology:
         details.insert(1, f"topology {topology}")

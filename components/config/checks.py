@@ -16,6 +16,7 @@ from components.config.job_checks import job_problems
 from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gcp_names, topology
+from components.facts.capacity import Capacity
 from components.facts.gke import FLEX_START_COMPACT_MACHINES
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
@@ -23,7 +24,7 @@ PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the d
 
 # Extra words for values people are known to try.
 HINTS = {
-    ("capacity", "dwsQueued", "tpuSlices"): (
+    ("capacity", Capacity.DWS_QUEUED, "tpuSlices"): (
         "GKE rejects TPU flex-start pools with queued provisioning (AI-Hypercomputer/xpk PR #900); "
         "use flexStart, which still queues for capacity"
     ),
@@ -137,9 +138,9 @@ def _version_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 
 def _capacity_problems(path: str, capacity: str, reservation: str | None) -> Iterator[ConfigProblem]:
-    if capacity == "reservation" and not reservation:
+    if capacity is Capacity.RESERVATION and not reservation:
         yield ConfigProblem(f"{path}.reservation", UNSET, 'is required when capacity is "reservation"')
-    if capacity != "reservation" and reservation:
+    if capacity is not Capacity.RESERVATION and reservation:
         yield ConfigProblem(
             f"{path}.reservation",
             reservation,
@@ -203,7 +204,7 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             topology.gpu_machine(pool.machine_type)
         except topology.TopologyError as error:
             yield ConfigProblem(f"{path}.machineType", pool.machine_type, reason(error, pool.machine_type))
-        if pool.capacity in ("dwsQueued", "flexStart") and pool.min_nodes != 0:
+        if pool.capacity.flex_start and pool.min_nodes != 0:
             yield ConfigProblem(
                 f"{path}.minNodes",
                 pool.min_nodes,
@@ -225,14 +226,15 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 
 def _compact_placement_problems(path: str, pool: GpuPoolConfig) -> Iterator[ConfigProblem]:
-    if pool.compact_placement and pool.capacity == "dwsQueued":
+    if pool.compact_placement and pool.capacity.queued:
         yield ConfigProblem(
             f"{path}.compactPlacement",
             True,
-            'is refused with capacity "dwsQueued": GKE does not place queued-provisioning GPU pools compactly '
+            f'is refused with capacity "{pool.capacity}": GKE does not place queued-provisioning GPU pools compactly '
             "(allowed: false or unset, or another capacity)",
         )
-    if pool.compact and pool.capacity == "flexStart" and not pool.machine_type.startswith(FLEX_START_COMPACT_MACHINES):
+    flex_start = pool.capacity is Capacity.FLEX_START
+    if pool.compact and flex_start and not pool.machine_type.startswith(FLEX_START_COMPACT_MACHINES):
         yield ConfigProblem(
             f"{path}.compactPlacement",
             pool.compact_placement,

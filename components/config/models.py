@@ -28,10 +28,11 @@ from components.config.base import (
 )
 from components.config.jobs import JobsConfig, KueueConfig
 from components.facts import topology
+from components.facts.capacity import GPU_CAPACITIES, TPU_CAPACITIES, Capacity
 from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
 
-TpuCapacity = Literal["onDemand", "spot", "flexStart", "reservation"]
-GpuCapacity = Literal["dwsQueued", "flexStart", "spot", "onDemand", "reservation"]
+TpuCapacity = Literal[TPU_CAPACITIES]
+GpuCapacity = Literal[GPU_CAPACITIES]
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
 GpuDriverVersion = Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
 
@@ -128,7 +129,7 @@ class TpuSliceConfig(ConfigModel):
     """How many slices of this shape (one node pool each); more than one makes the group multislice."""
     machine_type: str | None = None
     """VM machine type; derived from the topology when unset (2x4 also allows ct6e-standard-4t)."""
-    capacity: TpuCapacity = "onDemand"
+    capacity: TpuCapacity = Capacity.ON_DEMAND
     """How the VMs are obtained: onDemand, spot, flexStart (DWS) or reservation."""
     reservation: str | None = None
     """The reservation's name, with capacity reservation only."""
@@ -151,7 +152,7 @@ class GpuPoolConfig(ConfigModel):
     """Fewest nodes; 0 for flex-start pools."""
     max_nodes: Int = Field(ge=1)
     """Most nodes the pool may reach."""
-    capacity: GpuCapacity = "dwsQueued"
+    capacity: GpuCapacity = Capacity.DWS_QUEUED
     """dwsQueued (flex-start with queued provisioning), flexStart, spot, onDemand or reservation."""
     reservation: str | None = None
     """The reservation's name, with capacity reservation only."""
@@ -166,13 +167,13 @@ class GpuPoolConfig(ConfigModel):
 
     @property
     def compact(self) -> bool:
-        return self.capacity != "dwsQueued" if self.compact_placement is None else self.compact_placement
+        return not self.capacity.queued if self.compact_placement is None else self.compact_placement
 
     @property
     def topology_labels(self) -> bool:
         """GKE labels the nodes with their block, sub-block and host (what Kueue's TAS places by), except Spot
         VMs outside a compact placement."""
-        return self.capacity != "spot" or self.compact
+        return self.capacity is not Capacity.SPOT or self.compact
 
     @property
     def machine(self) -> topology.GpuMachine:

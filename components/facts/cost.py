@@ -17,17 +17,9 @@ from typing import Any
 import yaml
 
 from components.facts import gke, topology
+from components.facts.capacity import node_pool_capacity
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
-CAPACITY_MODES = ("on-demand", "spot", "flex-start")  # the price book's columns
-# Which price column each capacity mode pays: DWS is flex-start pricing; a reservation is billed as on-demand.
-PRICE_COLUMN = {
-    gke.ON_DEMAND: "on-demand",
-    gke.RESERVATION: "on-demand",
-    gke.SPOT: "spot",
-    gke.FLEX_START: "flex-start",
-    gke.DWS_QUEUED: "flex-start",
-}
 HOURS_PER_MONTH = 730
 # A regional pool without nodeLocations gets the cluster's zones; GKE's default for a regional cluster is 3.
 DEFAULT_ZONES_PER_REGION = 3
@@ -134,7 +126,7 @@ def region_of(location: str) -> str:
 
 def capacity_mode(inputs: Mapping[str, Any]) -> str:
     """The price column the pool's VMs are billed at: flex-start (DWS), spot (or legacy preemptible), on-demand."""
-    return PRICE_COLUMN[gke.node_pool_capacity(inputs)]
+    return node_pool_capacity(inputs).price_column
 
 
 @dataclass(frozen=True)

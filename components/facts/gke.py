@@ -6,9 +6,7 @@ typed twice drifts. Policies still re-derive what they check from the plan; they
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 # Extended resources the device plugins advertise; GKE also taints accelerator nodes with these keys.
 TPU_RESOURCE = "google.com/tpu"
@@ -33,8 +31,6 @@ SLICE_GROUP_LABEL = "trainyard/tpu-slice-group"
 NCCL_INSTALLER_NAMESPACE, NCCL_INSTALLER_NAME = "kube-system", "nccl-rdma-installer"
 WORKLOAD_LABEL = "trainyard/workload"  # a job's pods across its revisions (the Job's own name changes)
 JOB_NAME_POD_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on every pod it creates
-# The capacity modes whose nodes carry a label of their own (config vocabulary -> label).
-CAPACITY_LABELS = MappingProxyType({"spot": SPOT_LABEL, "flexStart": FLEX_START_LABEL})
 
 # Taints GKE puts on nodes itself, as (key, value, effect): pods must tolerate them to land there.
 # TPU and GPU nodes: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus ("GKE automatically adds
@@ -120,20 +116,3 @@ ROUTER_NAT_TYPE = "gcp:compute/routerNat:RouterNat"
 BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 HELM_CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
-
-# Capacity modes, in the stack config's words.
-ON_DEMAND, SPOT, FLEX_START, DWS_QUEUED, RESERVATION = "onDemand", "spot", "flexStart", "dwsQueued", "reservation"
-SPECIFIC_RESERVATION = "SPECIFIC_RESERVATION"
-
-
-def node_pool_capacity(inputs: Mapping[str, Any]) -> str:
-    """A node pool's capacity mode, in the stack config's words, read back from its engine-shaped inputs."""
-    node_config = inputs.get("nodeConfig") or {}
-    if (inputs.get("queuedProvisioning") or {}).get("enabled") is True:
-        return DWS_QUEUED
-    if node_config.get("flexStart") is True:
-        return FLEX_START
-    if node_config.get("spot") is True or node_config.get("preemptible") is True:
-        return SPOT
-    affinity = (node_config.get("reservationAffinity") or {}).get("consumeReservationType")
-    return RESERVATION if affinity == SPECIFIC_RESERVATION else ON_DEMAND

@@ -9,6 +9,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.config.models import ClusterConfig, StackConfig
+from components.facts.capacity import Capacity
 from components.infra import node_pools
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
@@ -211,7 +212,7 @@ class Cluster(pulumi.ComponentResource):
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
             ),
-            management=node_pools.management("onDemand"),
+            management=node_pools.management(Capacity.ON_DEMAND),
             node_config=node_pools.node_config(pool.machine_type, identities.email["system"]),
             opts=fixed_name_options(self, depends_on=[identities.ready["system"]]),
         )

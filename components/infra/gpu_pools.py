@@ -32,8 +32,8 @@ class GpuPools(pulumi.ComponentResource):
         self, pool: GpuPoolConfig, config: StackConfig, cluster: gcp.container.Cluster, networks: Networks
     ) -> gcp.container.NodePool:
         machine = pool.machine
-        flex_start = node_pools.is_flex_start(pool.capacity)
-        queued = pool.capacity == "dwsQueued"
+        flex_start = pool.capacity.flex_start
+        queued = pool.capacity.queued
         return gcp.container.NodePool(
             pool.name,
             name=pool.name,

@@ -7,24 +7,20 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
+from components.facts.capacity import SPECIFIC_RESERVATION, Capacity
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import NodeNetwork
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-FLEX_START_CAPACITIES = frozenset({"flexStart", "dwsQueued"})
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 
 
-def is_flex_start(capacity: str) -> bool:
-    return capacity in FLEX_START_CAPACITIES
-
-
-def reservation_affinity(capacity: str, reservation: str | None):
-    if capacity == "reservation":
+def reservation_affinity(capacity: Capacity, reservation: str | None):
+    if capacity is Capacity.RESERVATION:
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type="SPECIFIC_RESERVATION", key=RESERVATION_NAME_KEY, values=[reservation]
+            consume_reservation_type=SPECIFIC_RESERVATION, key=RESERVATION_NAME_KEY, values=[reservation]
         )
-    if is_flex_start(capacity):
+    if capacity.flex_start:
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
     return None
 
@@ -32,7 +28,7 @@ def reservation_affinity(capacity: str, reservation: str | None):
 def node_config(
     machine_type: str,
     service_account: pulumi.Input[str],
-    capacity: str = "onDemand",
+    capacity: Capacity = Capacity.ON_DEMAND,
     reservation: str | None = None,
     **extra: object,
 ) -> gcp.container.NodePoolNodeConfigArgs:
@@ -48,16 +44,16 @@ def node_config(
         shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
             enable_secure_boot=True, enable_integrity_monitoring=True
         ),
-        spot=True if capacity == "spot" else None,
-        flex_start=True if is_flex_start(capacity) else None,
+        spot=True if capacity is Capacity.SPOT else None,
+        flex_start=True if capacity.flex_start else None,
         reservation_affinity=reservation_affinity(capacity, reservation),
         **extra,
     )
 
 
-def management(capacity: str) -> gcp.container.NodePoolManagementArgs:
+def management(capacity: Capacity) -> gcp.container.NodePoolManagementArgs:
     """Flex-start VMs are not repaired or upgraded in place: GKE requires both off for them."""
-    managed = not is_flex_start(capacity)
+    managed = not capacity.flex_start
     return gcp.container.NodePoolManagementArgs(auto_repair=managed, auto_upgrade=managed)
 
 
@@ -75,12 +71,12 @@ def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.N
 
 
 def pool_options(
-    parent: pulumi.Resource, capacity: str, depends_on: Sequence[pulumi.Resource] = ()
+    parent: pulumi.Resource, capacity: Capacity, depends_on: Sequence[pulumi.Resource] = ()
 ) -> pulumi.ResourceOptions:
     """GKE rewrites flex-start pools' upgrade settings (strategy SHORT_LIVED) whatever is sent, so the
     field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings)."""
     return fixed_name_options(
         parent,
-        ignore_changes=["upgradeSettings"] if is_flex_start(capacity) else None,
+        ignore_changes=["upgradeSettings"] if capacity.flex_start else None,
         depends_on=list(depends_on),
     )

@@ -42,7 +42,7 @@ class TpuSlices(pulumi.ComponentResource):
         networks: Networks,
     ) -> gcp.container.NodePool:
         tpu = group.slice
-        flex_start = node_pools.is_flex_start(group.capacity)
+        flex_start = group.capacity.flex_start
         return gcp.container.NodePool(
             pool_name,
             name=pool_name,

@@ -21,7 +21,6 @@ import pulumi_kubernetes as k8s
 from components.config.models import StackConfig
 from components.facts import gke, topology
 from components.facts.gke import (
-    CAPACITY_LABELS,
     DCN_NIC_RESOURCE,
     DRANET_DEVICE_CLASS,
     GPU_RESOURCE,
@@ -30,7 +29,6 @@ from components.facts.gke import (
     TPU_RESOURCE,
 )
 from components.infra.cluster import SYSTEM_POOL_NAME
-from components.infra.node_pools import is_flex_start
 from components.kube.dranet import nics_per_worker
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -106,13 +104,13 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
     for group in config.tpu_slices:
         tpu = group.slice
         labels = {**tpu.node_selector, gke.SLICE_GROUP_LABEL: group.name}
-        if group.capacity in CAPACITY_LABELS:
-            labels[CAPACITY_LABELS[group.capacity]] = "true"
+        if group.capacity.node_label:
+            labels[group.capacity.node_label] = "true"
         flavors.append(
             Flavor(
                 name=group.name, node_labels=labels, nodes=group.count * tpu.vms,
                 machine=topology.machine_shape(tpu.machine_type), accelerator=TPU_RESOURCE,
-                accelerators_per_node=tpu.chips_per_vm, flex_start=is_flex_start(group.capacity),
+                accelerators_per_node=tpu.chips_per_vm, flex_start=group.capacity.flex_start,
                 nics_per_node=nics_per_worker(config, group),
             )
         )  # fmt: skip
@@ -122,12 +120,12 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
 def gpu_flavors(config: StackConfig) -> list[Flavor]:
     flavors = []
     for pool in config.gpu_pools:
-        queued = pool.capacity == "dwsQueued"
+        queued = pool.capacity.queued
         flavors.append(
             Flavor(
                 name=pool.name, node_labels={NODE_POOL_LABEL: pool.name}, nodes=pool.max_nodes,
                 machine=topology.machine_shape(pool.machine_type), accelerator=GPU_RESOURCE,
-                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued, flex_start=is_flex_start(pool.capacity),
+                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued, flex_start=pool.capacity.flex_start,
                 tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
                 topology=gke.TAS_TOPOLOGY if pool.topology_labels else None,
             )

@@ -8,6 +8,7 @@ from typing import Any
 from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
+from components.facts.capacity import Capacity
 from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast.fsdp import Forecast, FsdpRun, Hardware, Memory, forecast, memory
@@ -120,7 +121,7 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
     )  # fmt: skip
     hardware = pool_hardware(pool)
-    node_hour, price = prices.node_hour(pool.machine_type, config.region, cost.PRICE_COLUMN[pool.capacity])
+    node_hour, price = prices.node_hour(pool.machine_type, config.region, Capacity(pool.capacity).price_column)
     return FsdpJobForecast(
         job.name, train.model_id, node_hour * job.nodes, price.estimate, run, forecast(run, hardware),
         forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),

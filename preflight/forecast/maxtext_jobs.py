@@ -16,6 +16,7 @@ from typing import Any
 from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
+from components.facts.capacity import Capacity
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.maxtext import TpuForecast, forecast
 from preflight.forecast.priced import NoForecast, PricedForecast
@@ -76,7 +77,7 @@ def job_forecast(
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     group = config.slice_group(job.slices)
     tpu, slices = group.slice, int(verdict["slices"])
-    node_hour, price = prices.node_hour(tpu.machine_type, config.region, cost.PRICE_COLUMN[group.capacity])
+    node_hour, price = prices.node_hour(tpu.machine_type, config.region, Capacity(group.capacity).price_column)
     return MaxTextJobForecast(
         job.name, job.model_name, node_hour * tpu.vms * slices, price.estimate, slices, verdict["target"],
         forecast(work, tpu.generation, slices * tpu.chips),

@@ -12,6 +12,7 @@ import pytest
 
 from components.config.models import GpuCapacity, TpuCapacity
 from components.facts import gke, topology
+from components.facts.capacity import Capacity
 from preflight.__main__ import check
 
 V6E = topology.tpu_generation("v6e")
@@ -23,7 +24,7 @@ SHAPES = [
 
 
 def capacity_fields(capacity: str) -> dict[str, Any]:
-    return {"capacity": capacity, **({"reservation": "my-reservation"} if capacity == gke.RESERVATION else {})}
+    return {"capacity": capacity, **({"reservation": "my-reservation"} if capacity == Capacity.RESERVATION else {})}
 
 
 def seed_jobs_off_smoke_on(values: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from components.facts import cost, topology
+from components.facts.capacity import PRICE_COLUMNS
 from tests.helpers import policy_stacks as fx
 
 BOOK = cost.load_prices()
@@ -100,7 +101,7 @@ def test_price_file_records_source_and_date_for_every_entry_and_covers_the_stack
     assert all(entry["source"] and entry["date"] for entry in entries)
     assert all(entry.get("note") for entry in entries if entry.get("estimate"))
     for region in REGIONS:
-        for mode in cost.CAPACITY_MODES:
+        for mode in PRICE_COLUMNS:
             assert node_hour("ct6e-standard-4t", region, mode) > 0
             assert node_hour("a4-highgpu-8g", region, mode) > 0
         for machine in ("e2-standard-8", "n1-standard-16"):

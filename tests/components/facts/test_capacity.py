@@ -1,10 +1,14 @@
-"""The one reading of a node pool's capacity mode that render, cost and the config share."""
+"""Capacity modes: the one vocabulary, the one reading of a node pool's mode that render, cost and the config share."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from components.facts import cost, gke
+from components.facts import cost
+from components.facts.capacity import GPU_CAPACITIES, PRICE_COLUMNS, TPU_CAPACITIES, Capacity, node_pool_capacity
 
 
 @pytest.mark.parametrize(
@@ -28,7 +32,7 @@ from components.facts import cost, gke
     ],
 )
 def test_capacity_is_read_in_the_configs_words_and_priced_by_its_column(inputs, capacity, price_column):
-    assert gke.node_pool_capacity(inputs) == capacity
+    assert node_pool_capacity(inputs) == capacity
     assert cost.capacity_mode(inputs) == price_column
 
 
@@ -37,8 +41,32 @@ def test_every_config_capacity_has_a_price_column():
 
     from components.config.models import GpuCapacity, TpuCapacity
 
-    assert set(get_args(GpuCapacity)) | set(get_args(TpuCapacity)) == set(cost.PRICE_COLUMN)
-    assert set(cost.PRICE_COLUMN.values()) == set(cost.CAPACITY_MODES)
+    assert set(get_args(GpuCapacity)) | set(get_args(TpuCapacity)) == set(Capacity)
+    assert {mode.price_column for mode in Capacity} == set(PRICE_COLUMNS)
+
+
+def test_what_each_mode_implies():
+    assert [mode for mode in Capacity if mode.flex_start] == [Capacity.FLEX_START, Capacity.DWS_QUEUED]
+    assert [mode for mode in Capacity if mode.queued] == [Capacity.DWS_QUEUED]
+    assert Capacity.DWS_QUEUED not in TPU_CAPACITIES and set(GPU_CAPACITIES) == set(Capacity)
+    assert {mode: mode.node_label for mode in Capacity if mode.node_label} == {
+        Capacity.SPOT: "cloud.google.com/gke-spot",
+        Capacity.FLEX_START: "cloud.google.com/gke-flex-start",
+    }
+
+
+def test_mode_names_are_written_only_in_the_facts_module():
+    root = Path(__file__).resolve().parents[3]
+    names = {str(mode) for mode in Capacity}
+    where = []
+    for folder in ("components", "policies", "preflight"):
+        for path in (root / folder).rglob("*.py"):
+            if path == root / "components" / "facts" / "capacity.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    where.append(f"{path.relative_to(root)}:{node.lineno}: {node.value}")
+    assert where == []
 
 
 def test_zones_outside_the_dated_table_are_advisories_not_errors():
