@@ -18,15 +18,13 @@ from typing import Any
 
 import jsonschema
 from google.protobuf import json_format, struct_pb2
-from pulumi.runtime import proto
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from pulumi_policy.policy import _PolicyAnalyzerServicer
-
 from policies import rules
+from preflight.engine.sdk import PolicyAnalyzerServicer, proto
 
 LEVELS = {proto.MANDATORY: "mandatory", proto.ADVISORY: "advisory", proto.REMEDIATE: "mandatory"}
 _LEVEL_VALUES = {
@@ -56,9 +54,9 @@ class Verdict:
         return asdict(self)
 
 
-def new_servicer() -> _PolicyAnalyzerServicer:
+def new_servicer() -> PolicyAnalyzerServicer:
     arguments = rules.pack_arguments()
-    return _PolicyAnalyzerServicer(
+    return PolicyAnalyzerServicer(
         arguments["name"], rules.PACK_VERSION, arguments["policies"], arguments["enforcement_level"]
     )
 

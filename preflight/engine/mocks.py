@@ -7,22 +7,23 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import pulumi
 from google.protobuf import json_format, struct_pb2
-from pulumi.runtime import mocks
-from pulumi.runtime.proto import resource_pb2
-from pulumi.runtime.settings import get_project, get_stack
 
 from components.facts import gke
 from components.facts.images import IMAGE_BUILD_TYPE
+from preflight.engine.sdk import (
+    RESOURCE_SIG,
+    SECRET_SIG,
+    SPECIAL_SIG_KEY,
+    MockMonitor,
+    RegisterResourceResponse,
+    get_project,
+    get_stack,
+)
 
 MOCK_PROJECT_NUMBER = "123456789012"
 MOCK_ENDPOINT = "203.0.113.10"  # TEST-NET-3: never a real address
-
-# The SDK's wire markers (sdk/python/lib/pulumi/runtime/rpc.py).
-SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 SECRET_PLACEHOLDER = "[secret]"
 
 
@@ -38,10 +39,10 @@ def dns_endpoint_config(cluster_inputs: dict[str, Any], name: str) -> dict[str, 
     return {**endpoints, "dnsEndpointConfig": dns}
 
 
-class CloudMocks(mocks.Mocks):
+class CloudMocks(pulumi.runtime.Mocks):
     """Echo every input back as output (so dependent inputs resolve) and fill what the cloud computes."""
 
-    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         resource_id, computed = self.computed(args.typ, args.name, args.inputs)
         return resource_id, {**args.inputs, **computed}
 
@@ -66,7 +67,7 @@ class CloudMocks(mocks.Mocks):
             outputs["metadata"] = {"name": name, **inputs["metadata"]}
         return f"{physical_name}-id", outputs
 
-    def call(self, args: mocks.MockCallArgs) -> dict[str, Any]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
         if args.token == "gcp:organizations/getProject:getProject":
             project_id = args.args.get("projectId", "mock-project")
             return {"number": MOCK_PROJECT_NUMBER, "projectId": project_id, "name": project_id}
@@ -111,7 +112,7 @@ def engine_value(value: Any) -> Any:
     return value
 
 
-class RecordingMonitor(mocks.MockMonitor):
+class RecordingMonitor(MockMonitor):
     """Records each registration with engine URNs (the mock's URNs drop the parent type chain)."""
 
     registrations: list[Registration]
@@ -147,7 +148,7 @@ class RecordingMonitor(mocks.MockMonitor):
         skips the SDK mock's deserialize/serialize round trip, most of the per-resource cost of a plan."""
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
-            return resource_pb2.RegisterResourceResponse(urn=urn)
+            return RegisterResourceResponse(urn=urn)
         wire_inputs = json_format.MessageToDict(request.object)
         resource_id, computed = self.mocks.computed(request.type, request.name, wire_inputs)
         state = struct_pb2.Struct()
@@ -169,7 +170,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 import_id=request.importId,
             )
         )
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)
+        return RegisterResourceResponse(urn=urn, id=resource_id, object=state)
 
 
 def _provider_urn(reference: str, type_: str, custom: bool) -> str | None:

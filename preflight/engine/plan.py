@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from preflight.engine.mocks import SECRET_PLACEHOLDER, CloudMocks, RecordingMonitor, Registration
+from preflight.engine.sdk import root_stack_outputs, run_pulumi_func, sync_await
 from preflight.engine.stack_files import read_stack_files
 
 
@@ -55,7 +54,7 @@ class Plan:
 
 def _stack_outputs() -> dict[str, Any]:
     """The program's exports, resolved (set_mocks finishes the root stack before they are registered)."""
-    exports = pulumi.runtime.get_root_resource().outputs
+    exports = root_stack_outputs()
 
     async def resolve() -> dict[str, Any]:
         values = {}
@@ -64,7 +63,7 @@ def _stack_outputs() -> dict[str, Any]:
             values[key] = SECRET_PLACEHOLDER if await output.is_secret() else await output.future()
         return values
 
-    return _sync_await(resolve())
+    return sync_await(resolve())
 
 
 def _run_program(
@@ -79,7 +78,7 @@ def _run_program(
         with warnings.catch_warnings():
             # pulumi_gcp's modules warn about deprecated resources on import; they are not ours.
             warnings.simplefilter("ignore", DeprecationWarning)
-            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+            sync_await(run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
         outputs = _stack_outputs()
     finally:
         sys.path.remove(program_dir)
