@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 from components.config.models import StackConfig
 from components.facts.images import repository_path
 from components.infra.fixed_names import fixed_name_options
-from components.infra.source_tree import PROJECT_DIR, content_hash, tracked_files, trainer_paths
+from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
 
 TAG_LENGTH = 16
 REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
@@ -32,7 +32,7 @@ def dockerfile(trainer: str) -> str:
 
 def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
     """The content hash of what goes into the trainer's image."""
-    return content_hash(root, tracked_files(root, trainer_paths(trainer)))[:TAG_LENGTH]
+    return content_hash(root, deployed_files(root, trainer))[:TAG_LENGTH]
 
 
 class TrainerImages(pulumi.ComponentResource):

@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 
 # The folder holding Pulumi.yaml, wherever this module sits below it (a fixed parents[n] breaks on a move).
 PROJECT_DIR = next(folder for folder in Path(__file__).resolve().parents if (folder / "Pulumi.yaml").is_file())
 
 
-def tracked_files(root: Path, paths: tuple[str, ...]) -> list[str]:
-    """The files git tracks under `paths` (relative to `root`), as sorted POSIX paths; outside a git work tree
-    (an unpacked archive), every file there but caches and bytecode."""
+def tracked_files(root: Path, paths: tuple[str, ...], excluded: tuple[str, ...] = ()) -> list[str]:
+    """The files git tracks under `paths` (relative to `root`) but not under `excluded`, as sorted POSIX paths;
+    outside a git work tree (an unpacked archive), every such file there but caches and bytecode."""
     try:
+        pathspecs = [*paths, *(f":(exclude){path}" for path in excluded)]
         listing = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--", *paths], check=True, capture_output=True
+            ["git", "-C", str(root), "ls-files", "-z", "--", *pathspecs], check=True, capture_output=True
         ).stdout
+        files = [name for name in listing.decode().split("\0") if name]
     except (FileNotFoundError, subprocess.CalledProcessError):
-        return _files_on_disk(root, paths)
-    return sorted(name for name in listing.decode().split("\0") if name)
+        files = _files_on_disk(root, paths)
+    return sorted(name for name in files if not any(fnmatch(name, path) for path in excluded))
 
 
 def _files_on_disk(root: Path, paths: tuple[str, ...]) -> list[str]:
@@ -54,5 +57,23 @@ def content_hash(root: Path, files: list[str]) -> str:
 
 
 def trainer_paths(trainer: str) -> tuple[str, ...]:
-    """What a trainer's image and code archive hold: the package marker and the trainer's folder."""
+    """What a trainer's image and code archive hold: the package marker and the trainer's folder..."""
     return ("workloads/__init__.py", f"workloads/{trainer}")
+
+
+# ...but for what never runs in the cluster: its docs, its make fragment and the local stand-ins (a tiny model,
+# generated data, the local Ray rehearsal), so editing them rolls no image and no job.
+_LOCAL_ONLY = {
+    "fsdp": ("README.md", "*.mk", "tiny.py", "sample_data.py", "requirements-local.txt"),
+    "maxtext": ("README.md", "*.mk", "local.py"),
+}
+
+
+def local_only_paths(trainer: str) -> tuple[str, ...]:
+    """The trainer's files that stay out of its image and code archive (git pathspec and fnmatch patterns)."""
+    return tuple(f"workloads/{trainer}/{name}" for name in _LOCAL_ONLY.get(trainer, ()))
+
+
+def deployed_files(root: Path, trainer: str) -> list[str]:
+    """The tracked files a trainer's image and code archive are built from."""
+    return tracked_files(root, trainer_paths(trainer), local_only_paths(trainer))

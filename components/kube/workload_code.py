@@ -21,7 +21,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.infra.source_tree import PROJECT_DIR, content_hash, tracked_files, trainer_paths
+from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
 
 MOUNT_DIR = "/opt/trainyard/code"
 ARCHIVE_FILE = "workloads.zip"
@@ -47,7 +47,7 @@ class CodeArchive:
 
 def shipped_files(root: Path, trainer: str) -> list[str]:
     """The trainer's tracked source files, sorted: no data, no caches; no package found is an error."""
-    files = [name for name in tracked_files(root, trainer_paths(trainer)) if Path(name).suffix in SHIPPED_SUFFIXES]
+    files = [name for name in deployed_files(root, trainer) if Path(name).suffix in SHIPPED_SUFFIXES]
     if f"{PACKAGE}/__init__.py" not in files or not (root / PACKAGE / "__init__.py").is_file():
         raise FileNotFoundError(f"no {PACKAGE}/ package under {root}: the trainer code would ship empty")
     return [name for name in files if (root / name).is_file()]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from components.facts.images import IMAGE_BUILD_TYPE, REPOSITORY_TYPE, TRAINERS, pin_problem
 from components.infra.images import source_tag
-from components.infra.source_tree import trainer_paths
+from components.infra.source_tree import deployed_files, local_only_paths, trainer_paths
 from tests.helpers.plans import PROJECT_DIR, everything_on, manifest, one
-from tests.helpers.trainer_repo import commit_tiny_trainers
+from tests.helpers.trainer_repo import commit, commit_tiny_trainers
 
 REGISTRY = "us-east5-docker.pkg.dev/trainyard-dev/trainyard"
 DIGEST_REF = f"example.com/team/fsdp:1.0@sha256:{'a' * 64}"
@@ -76,7 +76,25 @@ def test_a_prebuilt_image_is_used_as_named_and_not_built(plan_with):
 def test_each_dockerignore_admits_exactly_what_the_tag_hashes():
     for trainer in TRAINERS:
         lines = (PROJECT_DIR / "workloads" / trainer / "Dockerfile.dockerignore").read_text().splitlines()
-        assert lines[lines.index("*") + 1 :][: len(trainer_paths(trainer))] == [f"!{p}" for p in trainer_paths(trainer)]
+        admitted, local_only = trainer_paths(trainer), local_only_paths(trainer)
+        rules = lines[lines.index("*") + 1 :]
+        assert rules[: len(admitted) + len(local_only)] == [*(f"!{p}" for p in admitted), *local_only]
+
+
+def test_docs_make_fragments_and_local_stand_ins_roll_no_image(tmp_path):
+    commit_tiny_trainers(tmp_path)
+    before = {trainer: source_tag(trainer, tmp_path) for trainer in TRAINERS}
+    for name in (
+        "workloads/fsdp/README.md",
+        "workloads/fsdp/fsdp.mk",
+        "workloads/fsdp/tiny.py",
+        "workloads/maxtext/local.py",
+    ):
+        (tmp_path / name).write_text("# a typo fixed\n")
+    commit(tmp_path, "docs")
+    assert {trainer: source_tag(trainer, tmp_path) for trainer in TRAINERS} == before
+    assert "workloads/fsdp/README.md" not in deployed_files(tmp_path, "fsdp")
+    assert deployed_files(tmp_path, "fsdp") == ["workloads/__init__.py", "workloads/fsdp/train.py"]
 
 
 def test_a_tag_changes_with_its_trainers_tracked_files_only(tmp_path):
