@@ -195,7 +195,8 @@ class SmokeConfig(ConfigModel):
     """Opt-in checks: a first-JAX-job per TPU slice group, an NCCL all-gather per A4 pool."""
 
     enabled: bool = False
-    """Start the bring-up checks."""
+    """Start the bring-up checks: a JAX check per TPU slice (its hosts in its own pool, 30 minutes at most) and an NCCL
+    all-gather per GPU pool."""
     jax_image: PinnedImage = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1"
     """Image of the per-slice first-JAX-job."""
     nccl_image: PinnedImage | None = None

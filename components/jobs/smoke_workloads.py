@@ -36,6 +36,8 @@ def pod_identity(run_as: int | None) -> dict:
 
 
 SCRIPT_DIR = "/smoke"
+# From the Job's start (Kueue unsuspends it once its slice is up): the image pull and JAX's start take minutes.
+JAX_CHECK_DEADLINE_SECONDS = 1800
 ALLGATHER_SCRIPT = '''"""All-gather across every GPU of the job; exits 1 on wrong data.
 
 Env: SMOKE_BACKEND, SMOKE_MEGABYTES."""
@@ -104,14 +106,14 @@ class SmokeWorkloads(pulumi.ComponentResource):
         self._namespace = target.namespace_name
         self._labels = target.queue_labels
         self._opts = target.options(self)
-        self.jobs = [self._jax_job(group) for group in config.tpu_slices]
+        self.jobs = [self._jax_job(group, pool) for group in config.tpu_slices for pool in group.pool_names]
         if config.gpu_pools:
             script = self._script_config_map()
             self.jobs += [self._nccl_job(pool, script) for pool in config.gpu_pools]
         self.register_outputs({"jobs": [job.metadata.name for job in self.jobs]})
 
     def _indexed_job(
-        self, job_name: str, pods: int, pod: k8s.core.v1.PodTemplateSpecArgs, extra: list
+        self, job_name: str, pods: int, pod: k8s.core.v1.PodTemplateSpecArgs, extra: list, deadline: int | None = None
     ) -> k8s.batch.v1.Job:
         service = k8s.core.v1.Service(
             f"service-{job_name}",
@@ -130,14 +132,17 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 completions=pods,
                 parallelism=pods,
                 backoff_limit=0,
+                active_deadline_seconds=deadline,
                 template=pod,
             ),
             opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[service, *extra])),
         )
 
-    def _jax_job(self, group: TpuSliceConfig) -> k8s.batch.v1.Job:
+    def _jax_job(self, group: TpuSliceConfig, pool: str) -> k8s.batch.v1.Job:
+        """One slice's check: its hosts in its own node pool, so they never straddle two slices (libtpu would wait
+        for peers in the other slice, holding the group's quota), and a deadline, so a stuck check ends."""
         tpu = group.slice
-        job_name = f"smoke-jax-{group.name}"
+        job_name = f"smoke-jax-{pool}"
         chips = str(tpu.chips_per_vm)
         container = k8s.core.v1.ContainerArgs(
             name="jax",
@@ -157,12 +162,12 @@ class SmokeWorkloads(pulumi.ComponentResource):
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job_name,
                 restart_policy="Never",
-                node_selector=tpu.node_selector,
+                node_selector={**tpu.node_selector, NODE_POOL_LABEL: pool},
                 containers=[container],
                 **pod_identity(run_as=None),
             )
         )
-        return self._indexed_job(job_name, tpu.vms, pod, [])
+        return self._indexed_job(job_name, tpu.vms, pod, [], deadline=JAX_CHECK_DEADLINE_SECONDS)
 
     def _script_config_map(self) -> k8s.core.v1.ConfigMap:
         return k8s.core.v1.ConfigMap(

@@ -311,6 +311,13 @@ def place(
     fitting = [pool for pool in tolerated if per_node[pool.name] > 0]
     if not fitting:
         return Miss(RESOURCES, explain_resources(spec, requests, tolerated, free))
+    slices = [pool.name for pool in fitting if pool.facts.tpu_slice and pool.facts.tpu_slice.multi_host]
+    if not group.one_pool and group.pods > 1 and requests.get(gke.TPU_RESOURCE) and len(slices) > 1:
+        return Miss(
+            COUNT,
+            f"its {group.pods} pods may land in different TPU slices ({', '.join(slices)}), where libtpu waits for "
+            f"peers that never come: confine them to one slice's pool ({gke.NODE_POOL_LABEL})",
+        )
     capacity = [per_node[pool.name] * pool.max_nodes for pool in fitting]
     if (max(capacity) if group.one_pool else sum(capacity)) >= group.pods:
         return None

@@ -117,7 +117,7 @@ def test_megascale_and_dranet_only_across_slices(variant):
 
 def test_smoke_job_expects_the_slices_chips(variant):
     _, _, tpu, plan = variant
-    job = manifest(plan, "Job", "smoke-jax-v6e-16")
+    job = manifest(plan, "Job", "smoke-jax-v6e-16-0")
     assert job["spec"]["completions"] == job["spec"]["parallelism"] == tpu.vms
     assert f"assert count == {tpu.chips}" in job["spec"]["template"]["spec"]["containers"][0]["command"][2]
 

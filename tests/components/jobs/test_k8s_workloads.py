@@ -252,7 +252,11 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
 
 
 def test_smoke_jobs(full_plan):
-    jax = manifest(full_plan, "Job", "smoke-jax-v6e-16")
+    # One check per slice, held to its own pool and to a deadline.
+    for index in (0, 1):
+        jax = manifest(full_plan, "Job", f"smoke-jax-v6e-16-{index}")
+        assert jax["spec"]["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-nodepool"] == f"v6e-16-{index}"
+        assert jax["spec"]["activeDeadlineSeconds"] == 1800
     assert (jax["spec"]["completions"], jax["spec"]["parallelism"], jax["spec"]["completionMode"]) == (4, 4, "Indexed")
     (container,) = jax["spec"]["template"]["spec"]["containers"]
     assert "assert count == 16" in container["command"][2]
@@ -314,7 +318,7 @@ def workload_pods(plan):
 def test_no_workload_pod_is_privileged_or_holds_capabilities_or_a_token(full_plan):
     pods = workload_pods(full_plan)
     names = " ".join(name for name, _ in pods)
-    for workload in ("llama31-70b-fsdp-", "llama3-8b-", "maxtext", "smoke-jax-v6e-16", "smoke-nccl-gpu-nodepool-dws"):
+    for workload in ("llama31-70b-fsdp-", "llama3-8b-", "maxtext", "smoke-jax-v6e-16-0", "smoke-nccl-gpu-nodepool-dws"):
         assert workload in names
     for name, pod in pods:
         assert pod["automountServiceAccountToken"] is False, name

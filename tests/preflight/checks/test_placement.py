@@ -116,6 +116,18 @@ def test_a_multi_host_group_needs_its_hosts_in_one_pool(dev_plan):
     assert problem.endswith("needs 5 pods in one pool, but pool v6e-16-0 holds at most 4 (4 nodes x 1 per node)")
 
 
+def test_a_multi_host_tpu_job_must_be_confined_to_one_slice(plan_with):
+    plan = plan_with(lambda values: values["trainyard:jobs"]["smoke"].update(enabled=True))
+    assert problems_of(plan) == []
+
+    def any_slice_of_the_group(job):
+        del job["spec"]["template"]["spec"]["nodeSelector"][gke.NODE_POOL_LABEL]
+
+    [problem] = run_with(plan, "Job", "smoke-jax-v6e-16-0", any_slice_of_the_group)
+    assert problem.startswith("Job trainyard/smoke-jax-v6e-16-0: its 4 pods may land in different TPU slices")
+    assert "(v6e-16-0, v6e-16-1)" in problem and "cloud.google.com/gke-nodepool" in problem
+
+
 def test_daemonsets_take_their_share_of_every_node_they_land_on(dev_plan):
     def everywhere_with_four_cpus(daemon):
         spec = daemon["spec"]["template"]["spec"]
