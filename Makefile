@@ -38,10 +38,12 @@ docs: $(VENV)/.preflight
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports  # the import contracts in pyproject.toml (it puts the repo root on sys.path)
 
 test-infra: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports  # the import contracts in pyproject.toml (it puts the repo root on sys.path)
 	$(VENV)/bin/python -m pytest tests/preflight tests/components tests/policies tests/github -q
 
 -include workloads/fsdp/fsdp.mk

@@ -2,47 +2,32 @@
 
 `workloads/maxtext/parallelism.py` (MaxText's `ici_*`/`dcn_*` rules, compared with the installed MaxText by
 its tests) and `workloads/maxtext/slices.py` (the slice range) are the one definition. They import only the
-standard library, so the program loads the two files by path instead of importing the `workloads` package,
-whose other modules need Ray and JAX. The config checks, the RayJob and the trainer therefore apply the
-same rule; the trainer receives the numbers as flags and never imports the program.
+standard library (an import-linter contract in pyproject.toml), so importing them loads no JAX or Ray; this is
+the one import of the trainers in components/ (that contract's ignore_imports entry). The config checks, the
+RayJob and the trainer therefore apply the same rule; the trainer receives the numbers as flags and never
+imports the program.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections.abc import Mapping
-from pathlib import Path
-from types import ModuleType
 
 from components.facts.topology import TpuSlice
+from workloads.maxtext.parallelism import (
+    _KEY_PATTERN,
+    DEFAULT_FILLED_AXIS,
+    FILL_IN,
+    MESH_AXIS_OF_NAME,
+    ParallelismError,
+    check_elastic_parallelism,
+)
+from workloads.maxtext.slices import slice_range
 
-TRAINER_DIR = Path(__file__).resolve().parents[2] / "workloads" / "maxtext"
-PURE_TRAINER_MODULES = ("parallelism", "slices")
-
-
-def _load_trainer_module(name: str) -> ModuleType:
-    qualified = f"trainyard_maxtext_rules.{name}"
-    if qualified in sys.modules:
-        return sys.modules[qualified]
-    spec = importlib.util.spec_from_file_location(qualified, TRAINER_DIR / f"{name}.py")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load the trainer's {name}.py from {TRAINER_DIR}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[qualified] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-parallelism = _load_trainer_module("parallelism")
-slices = _load_trainer_module("slices")
-
-MAXTEXT_AXES: tuple[str, ...] = tuple(parallelism.MESH_AXIS_OF_NAME)  # `<kind>_<name>_parallelism` names
-PARALLELISM_ARGUMENT = parallelism._KEY_PATTERN  # `ici_<name>_parallelism` / `dcn_<name>_parallelism`
-ICI_FILL_AXIS: str = parallelism.DEFAULT_FILLED_AXIS["ici"]  # takes the chips the other ici axes leave
-DCN_FILL_AXIS: str = parallelism.DEFAULT_FILLED_AXIS["dcn"]  # takes the slices the other dcn axes leave
-FILL_IN: int = parallelism.FILL_IN
+MAXTEXT_AXES: tuple[str, ...] = tuple(MESH_AXIS_OF_NAME)  # `<kind>_<name>_parallelism` names
+PARALLELISM_ARGUMENT = _KEY_PATTERN  # `ici_<name>_parallelism` / `dcn_<name>_parallelism`
+ICI_FILL_AXIS: str = DEFAULT_FILLED_AXIS["ici"]  # takes the chips the other ici axes leave
+DCN_FILL_AXIS: str = DEFAULT_FILLED_AXIS["dcn"]  # takes the slices the other dcn axes leave
 
 
 def slice_flags(tpu: TpuSlice, slices: int) -> list[str]:
@@ -55,7 +40,7 @@ def slice_flags(tpu: TpuSlice, slices: int) -> list[str]:
 
 def job_slice_range(group_slices: int, min_slices: int | None, max_slices: int | None) -> tuple[int, int]:
     """A stack job's (fewest, most) slices: it starts on maxSlices, or on every slice of its group."""
-    return slices.slice_range(group_slices if max_slices is None else max_slices, min_slices, max_slices)
+    return slice_range(group_slices if max_slices is None else max_slices, min_slices, max_slices)
 
 
 def mesh_sizes(sizes: Mapping[str, int], fill_axis: str, target: int | None) -> dict[str, int]:
@@ -95,7 +80,7 @@ def mesh_errors(
     for kind, sizes in configured.items():
         overrides = dict(extra_args) | {f"{kind}_{axis}_parallelism": str(size) for axis, size in sizes.items()}
         try:
-            parallelism.check_elastic_parallelism(overrides, chips_per_slice, range(lowest, highest + 1))
-        except parallelism.ParallelismError as error:
+            check_elastic_parallelism(overrides, chips_per_slice, range(lowest, highest + 1))
+        except ParallelismError as error:
             errors[kind] = str(error)
     return errors
