@@ -61,7 +61,8 @@ class RayClusterConfig(ConfigModel):
     """The Ray cluster shape shared by the standalone RayCluster and every MaxText RayJob."""
 
     enabled: bool = False  # a standalone RayCluster for `ray job submit`, as in the seed
-    """Also start a standalone RayCluster (for `ray job submit`); RayJobs bring their own."""
+    """Also start a standalone RayCluster (for `ray job submit`); RayJobs bring their own. It holds every slice
+    until deleted, so preflight refuses it beside RayJobs or JAX checks, which would wait for it forever."""
     name: str = Field("maxtext", pattern=DNS_LABEL, max_length=40)
     """The standalone RayCluster's name."""
     head_cpu: str = Field("4", pattern=QUANTITY)  # fits the default system pool (the placement check says so)

@@ -15,6 +15,8 @@ kubernetes-sigs/kueue; docs/cloud-facts.md: Kueue admits only what its ClusterQu
   `pkg/scheduler/flavorassigner/{flavorassigner,tas_flavorassigner}.go`;
 - the ProvisioningRequest admission check satisfiable: a pod set using a managed resource on a checked flavor
   needs a queued-provisioning node pool that the flavor's labels select and whose taints the pods tolerate.
+- nothing waits for what never ends: a standalone RayCluster, once admitted, keeps its quota until deleted, so
+  every other workload must also be admitted beside it (a later revision queues behind it, whatever the order).
 
 Not modelled: quota borrowed from other ClusterQueues of a cohort (the stack's own quota must hold the workload),
 preemption, and LimitRanges or RuntimeClass overheads (the stack sets none).
@@ -57,6 +59,8 @@ DEFAULT_SUBMITTER = {
     "containers": [{"name": "ray-job-submitter", "resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]
 }
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# Workloads that run until deleted: admitted once, they keep their quota for good.
+NEVER_ENDING = ("RayCluster",)
 
 
 @dataclass(frozen=True)
@@ -292,11 +296,19 @@ def _quota(entry: Mapping[str, Any], resource: str) -> float:
     return 0.0
 
 
+Usage = dict[tuple[str, str], float]  # (flavor, resource) -> quota taken
+
+
 def assign_flavors(
-    pod_sets_requests: list[tuple[PodSet, dict[str, float]]], queue: Queue, setup: KueueSetup
-) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Each pod set's flavor, the workload's pod sets adding up per flavor, or (pod set, Kueue's message)."""
-    used: dict[tuple[str, str], float] = {}
+    pod_sets_requests: list[tuple[PodSet, dict[str, float]]],
+    queue: Queue,
+    setup: KueueSetup,
+    held: Mapping[tuple[str, str], float] | None = None,
+) -> tuple[dict[str, str], list[tuple[str, str]], Usage]:
+    """Each pod set's flavor, the workload's pod sets adding up per flavor beside the quota `held` by workloads
+    already admitted, or (pod set, Kueue's message); and the quota the workload takes."""
+    used: Usage = dict(held or {})
+    own: Usage = {}
     assigned: dict[str, str] = {}
     problems: list[tuple[str, str]] = []
     for pod_set, requests in pod_sets_requests:
@@ -324,13 +336,14 @@ def assign_flavors(
                 continue
             for name in wanted:
                 key = (chosen["name"], name)
-                used[key] = used.get(key, 0.0) + requests[name] * pod_set.count
+                for usage in (used, own):
+                    usage[key] = usage.get(key, 0.0) + requests[name] * pod_set.count
             assigned[pod_set.name] = chosen["name"]
         if reasons:
             problems.append(
                 (pod_set.name, f"couldn't assign flavors to pod set {pod_set.name}: {', '.join(sorted(reasons))}")
             )
-    return assigned, problems
+    return assigned, problems, own
 
 
 def _over_quota(
@@ -430,55 +443,95 @@ def check_admission(
     key of each workload (by its `trainyard/workload` label or object name)."""
     setup = kueue_setup(resources)
     objects = [r["inputs"] for r in resources if kind_of(r["type"])]
-    templates = _claim_templates(objects)
-    pools = node_pools(resources)
+    context = _Context(setup, objects, _claim_templates(objects), node_pools(resources))
+    queued = [obj for obj in objects if _managed(obj, setup)]
+    outcomes = {id(obj): _admit(obj, context) for obj in queued}
+    endless = [obj for obj in queued if obj.get("kind") in NEVER_ENDING and isinstance(outcomes[id(obj)][0], dict)]
     admitted, problems = [], []
-    for obj in objects:
-        kind = obj.get("kind")
-        local_queue = (lookup(obj, "metadata.labels") or {}).get(gke.QUEUE_LABEL)
-        if not local_queue or kind not in INTEGRATIONS:
-            continue
-        if setup.frameworks is not None and INTEGRATIONS[kind] not in setup.frameworks:
-            continue  # not managed: it starts without quota (tests hold every queued Kind to an integration)
-        namespace = lookup(obj, "metadata.namespace") or "default"
-        workload = f"{kind} {namespace}/{lookup(obj, 'metadata.name')}"
+    for obj in queued:
+        found, _ = outcomes[id(obj)]
         key = _config_key(obj, config_keys or {})
-        found = _admit(obj, kind, namespace, local_queue, setup, objects, templates, pools)
+        blockers = [other for other in endless if other is not obj]
+        if isinstance(found, dict) and blockers:
+            found, key = _behind(obj, blockers, outcomes, context, key, config_keys or {})
         if isinstance(found, dict):
-            admitted.append(Admission(workload, found))
+            admitted.append(Admission(_workload(obj), found))
         else:
-            problems.extend(AdmissionProblem(workload, pod_set, reason, key) for pod_set, reason in found)
+            problems.extend(AdmissionProblem(_workload(obj), pod_set, reason, key) for pod_set, reason in found)
     return admitted, problems
 
 
-def _admit(
+@dataclass(frozen=True)
+class _Context:
+    setup: KueueSetup
+    objects: list[Mapping[str, Any]]
+    templates: Mapping[tuple[str, str], Mapping[str, Any]]
+    pools: list[Pool]
+
+
+def _managed(obj: Mapping[str, Any], setup: KueueSetup) -> bool:
+    """Labelled with a queue, of a Kind Kueue manages (one it does not manage starts without quota; tests hold
+    every queued Kind to an integration)."""
+    kind = obj.get("kind")
+    if not (lookup(obj, "metadata.labels") or {}).get(gke.QUEUE_LABEL) or kind not in INTEGRATIONS:
+        return False
+    return setup.frameworks is None or INTEGRATIONS[kind] in setup.frameworks
+
+
+def _workload(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')} {lookup(obj, 'metadata.namespace') or 'default'}/{lookup(obj, 'metadata.name')}"
+
+
+def _behind(
     obj: Mapping[str, Any],
-    kind: str,
-    namespace: str,
-    local_queue: str,
-    setup: KueueSetup,
-    objects: list[Mapping[str, Any]],
-    templates: Mapping[tuple[str, str], Mapping[str, Any]],
-    pools: list[Pool],
-) -> dict[str, str] | list[tuple[str, str]]:
-    queue = cluster_queue_of(objects, namespace, local_queue)
+    blockers: list[Mapping[str, Any]],
+    outcomes: Mapping[int, tuple[Any, Usage]],
+    context: _Context,
+    key: str,
+    keys: Mapping[str, str],
+) -> tuple[dict[str, str] | list[tuple[str, str]], str]:
+    """The workload admitted beside what never finishes (a standalone RayCluster keeps its quota for good),
+    whichever `pulumi up` creates first: a later revision of the workload queues behind it either way."""
+    held: Usage = {}
+    for blocker in blockers:
+        for resource, amount in outcomes[id(blocker)][1].items():
+            held[resource] = held.get(resource, 0.0) + amount
+    found, _ = _admit(obj, context, held)
+    if isinstance(found, dict):
+        return found, key
+    names = ", ".join(_workload(blocker) for blocker in blockers)
+    waits = [
+        (pod_set, f"waits forever behind {names}, which never finishes and keeps its quota: {reason}")
+        for pod_set, reason in found
+    ]
+    return waits, _config_key(blockers[0], keys)
+
+
+def _admit(
+    obj: Mapping[str, Any], context: _Context, held: Usage | None = None
+) -> tuple[dict[str, str] | list[tuple[str, str]], Usage]:
+    """(each pod set's flavor, or why Kueue refuses it; the quota it takes)."""
+    setup, namespace = context.setup, lookup(obj, "metadata.namespace") or "default"
+    local_queue = (lookup(obj, "metadata.labels") or {}).get(gke.QUEUE_LABEL)
+    queue = cluster_queue_of(context.objects, namespace, local_queue)
     if queue is None:
-        return [("*", f"LocalQueue {local_queue} doesn't exist")]
-    sets = pod_sets(kind, obj)
+        return [("*", f"LocalQueue {local_queue} doesn't exist")], {}
+    sets = pod_sets(str(obj.get("kind")), obj)
     requests: dict[str, dict[str, float]] = {}
     for pod_set in sets:
         own = kueue_pod_requests(pod_set.spec)
         own = {n: a for n, a in own.items() if not any(n.startswith(p) for p in setup.excluded_prefixes)}
-        devices, refused = dra_requests(pod_set, namespace, setup, templates)
+        devices, refused = dra_requests(pod_set, namespace, setup, context.templates)
         if refused:
-            return [(pod_set.name, refused)]
+            return [(pod_set.name, refused)], {}
         _add(own, devices)
         requests[pod_set.name] = own
-    assigned, problems = assign_flavors([(s, requests[s.name]) for s in sets], queue, setup)
+    assigned, problems, usage = assign_flavors([(s, requests[s.name]) for s in sets], queue, setup, held)
     if problems:
-        return problems
+        return problems, usage
     by_name = {s.name: s for s in sets}
-    return unserved_provisioning(assigned, requests, by_name, queue, objects, pools) or assigned
+    unserved = unserved_provisioning(assigned, requests, by_name, queue, context.objects, context.pools)
+    return unserved or assigned, usage
 
 
 def _config_key(obj: Mapping[str, Any], keys: Mapping[str, str]) -> str:

@@ -65,10 +65,33 @@ def test_both_dev_jobs_are_admitted_and_where(dev_plan):
 
 
 def test_every_queued_workload_of_the_full_plan_is_admitted(plan_with):
-    plan = plan_with(everything_on)
+    def everything_but_the_standalone_cluster(values):
+        everything_on(values)
+        values["trainyard:jobs"]["ray"]["enabled"] = False
+
+    plan = plan_with(everything_but_the_standalone_cluster)
     admitted, refused = check_admission(plan.to_json()["resources"])
     queued = [m for m in plan.manifests if QUEUE_LABEL in (m["metadata"].get("labels") or {})]
-    assert refused == [] and len(admitted) == len(queued) == 7  # a JAX check per slice
+    assert refused == [] and len(admitted) == len(queued) == 6  # 2 RayJobs, a JAX check per slice, NCCL, FSDP
+
+
+def test_whatever_shares_the_standalone_clusters_slices_waits_forever_behind_it(plan_with):
+    plan = plan_with(everything_on)
+    keys = workload_config_keys(load_stack_config(plan.config, plan.stack))
+    admitted, refused = check_admission(plan.to_json()["resources"], keys)
+    assert {a.workload.split("/")[1].rsplit("-", 1)[0] for a in admitted} == {
+        "maxtext", "smoke-nccl-gpu-nodepool", "llama31-70b-fsdp"
+    }  # fmt: skip
+    waiting = {(p.workload.split(" ")[0], p.pod_set, p.key) for p in refused}
+    assert waiting == {("RayJob", "v6e-16", "trainyard:jobs.ray"), ("Job", "main", "trainyard:jobs.ray")}
+    assert len(refused) == 4  # both RayJobs, both JAX checks
+    assert all(
+        p.reason.startswith(
+            "waits forever behind RayCluster trainyard/maxtext, which never finishes and keeps its quota: "
+        )
+        and "insufficient quota for google.com/tpu in flavor v6e-16" in p.reason
+        for p in refused
+    )
 
 
 def test_an_uncovered_request_is_refused_as_kueue_refuses_it(dev_plan):
@@ -122,7 +145,7 @@ def test_a_mapped_claim_needs_the_queue_to_cover_it(dev_plan):
 
 
 def test_a_pod_set_without_a_topology_is_refused_by_a_tas_flavor(plan_with):
-    plan = plan_with(everything_on)
+    plan = plan_with(lambda values: values["trainyard:jobs"]["smoke"].update(enabled=True))
     resources = resources_of(plan)
     smoke = of_workload(resources, "Job", "smoke-nccl-gpu-nodepool-dws")
     smoke["spec"]["template"]["metadata"]["annotations"].pop("kueue.x-k8s.io/podset-preferred-topology")
