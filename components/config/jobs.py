@@ -119,11 +119,13 @@ class MaxTextJobConfig(ConfigModel):
     """MaxText mesh sizes within a slice by axis, e.g. {tensor: 4}; fsdp takes the chips left."""
     dcn: dict[str, int] = Field(default_factory=dict)
     """MaxText mesh sizes across slices by axis; data takes the slices left."""
-    # Elastic: Ray Train runs on min..max whole slices of the group (default: all of them, not elastic).
+    # Elastic: Ray Train runs on min..max whole slices of the group (default: all of them, not elastic). Kueue
+    # v0.19 admits a RayJob only whole (replicas x numOfHosts), so elasticity applies after a failure only.
     min_slices: Int | None = Field(None, ge=1)
-    """Elastic: fewest whole slices Ray Train runs on."""
+    """Elastic: fewest whole slices Ray Train keeps training on while a lost slice is replaced; the job still
+    starts only once Kueue admits maxSlices."""
     max_slices: Int | None = Field(None, ge=1)
-    """Elastic: most slices; unset: every slice of the group."""
+    """Elastic: the slices the job is admitted and started with; unset: every slice of the group."""
     max_failures: Int = Field(3, ge=0)
     """Worker-group restarts Ray Train allows (a lost TPU worker restarts the group from the newest checkpoint)."""
     checkpoint_period: Int = Field(20, ge=1)

@@ -80,8 +80,10 @@ def test_whatever_shares_the_standalone_clusters_slices_waits_forever_behind_it(
     keys = workload_config_keys(load_stack_config(plan.config, plan.stack))
     admitted, refused = check_admission(plan.to_json()["resources"], keys)
     assert {a.workload.split("/")[1].rsplit("-", 1)[0] for a in admitted} == {
-        "maxtext", "smoke-nccl-gpu-nodepool", "llama31-70b-fsdp"
-    }  # fmt: skip
+        "maxtext",
+        "smoke-nccl-gpu-nodepool",
+        "llama31-70b-fsdp",
+    }
     waiting = {(p.workload.split(" ")[0], p.pod_set, p.key) for p in refused}
     assert waiting == {("RayJob", "v6e-16", "trainyard:jobs.ray"), ("Job", "main", "trainyard:jobs.ray")}
     assert len(refused) == 4  # both RayJobs, both JAX checks
@@ -203,6 +205,17 @@ def test_pod_sets_as_kueue_builds_them():
     assert [s.name for s in pod_sets("RayJob", rayjob)] == ["head", "v6e"]
     job = {"spec": {"parallelism": 4, "completions": 2, "template": {}}}
     assert [(s.name, s.count) for s in pod_sets("Job", job)] == [("main", 2)]
+
+
+def test_an_elastic_rayjob_is_admitted_only_whole(plan_with):
+    def elastic(values):
+        values["trainyard:jobs"]["maxtext"][0].update(minSlices=1, maxSlices=2)
+
+    plan = plan_with(elastic)
+    rayjob = next(m for m in plan.manifests if m["kind"] == "RayJob")
+    workers = next(s for s in pod_sets("RayJob", rayjob) if s.name == "v6e-16")
+    assert workers.count == 2 * 4  # maxSlices x hosts per slice: no pod set of fewer
+    assert check_admission(plan.to_json()["resources"])[1] == []
 
 
 def test_per_pod_requests_as_kueue_sums_them():
