@@ -25,6 +25,8 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"{path}.slices", job.slices, f"is not a trainyard:tpuSlices name (allowed: {_names(groups)})"
             )
             continue
+        if reason := maxtext.unknown_model(job.model_name):
+            yield ConfigProblem(f"{path}.modelName", job.model_name, reason)
         range_problems = list(_slice_range_problems(path, job, group.count))
         yield from range_problems
         try:

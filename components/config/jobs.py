@@ -8,6 +8,7 @@ from here: a job names the slice group or GPU pool it runs on.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field
@@ -25,6 +26,10 @@ from components.config.base import (
     PinnedImage,
 )
 from components.facts.huggingface import known_gated
+from workloads.fsdp.config import TrainConfig
+
+# What the FSDP trainer does when a flag is not given (workloads/fsdp/config.py, the trainer's one definition).
+TRAINER_DEFAULTS = {option.name: option.default for option in dataclasses.fields(TrainConfig)}
 
 RemPolicy = Literal[
     "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp",
@@ -179,8 +184,9 @@ class FsdpJobConfig(ConfigModel):
 
     @property
     def hub_repositories(self) -> list[str]:
-        """The Hugging Face repositories the trainer downloads (its model and dataset)."""
-        return [self.args[flag] for flag in ("model-id", "dataset-id") if self.args.get(flag)]
+        """The Hugging Face repositories the trainer downloads: its model and dataset, the trainer's own defaults
+        where the job names none."""
+        return [self.args.get(flag) or TRAINER_DEFAULTS[flag.replace("-", "_")] for flag in ("model-id", "dataset-id")]
 
     @property
     def gated_repositories(self) -> list[str]:

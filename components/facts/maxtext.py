@@ -10,8 +10,11 @@ imports the program.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
 
 from components.facts.topology import TpuSlice
 from workloads.maxtext.parallelism import (
@@ -30,12 +33,41 @@ ICI_FILL_AXIS: str = DEFAULT_FILLED_AXIS["ici"]  # takes the chips the other ici
 DCN_FILL_AXIS: str = DEFAULT_FILLED_AXIS["dcn"]  # takes the slices the other dcn axes leave
 
 
+MODELS_FILE = Path(__file__).with_name("maxtext_models.txt")
+
+
+@cache
+def maxtext_models() -> tuple[str, frozenset[str]]:
+    """(the pinned MaxText release, the model names its configs define): MaxText warns on any other name and
+    trains its default model instead."""
+    lines = [line.strip() for line in MODELS_FILE.read_text().splitlines() if line.strip()]
+    version = next(line.removeprefix("# maxtext==") for line in lines if line.startswith("# maxtext=="))
+    return version, frozenset(line for line in lines if not line.startswith("#"))
+
+
+def unknown_model(name: str) -> str | None:
+    """Why MaxText would not train `name`, naming the closest models it knows, or None."""
+    version, names = maxtext_models()
+    if name in names:
+        return None
+    close = difflib.get_close_matches(name, sorted(names), n=4, cutoff=0.6)
+    allowed = f"{', '.join(close)} or another name in" if close else "a name in"
+    return (
+        f"is not a model of MaxText {version}, which would warn and train its default model instead "
+        f"(allowed: {allowed} components/facts/maxtext_models.txt)"
+    )
+
+
 def slice_flags(tpu: TpuSlice, slices: int) -> list[str]:
     """The trainer's and the fit check's flags for `slices` slices of one shape (workloads/maxtext/cli.py)."""
-    return [
-        "--accelerator-type", tpu.generation.ray_accelerator_type, "--topology", tpu.topology,
-        "--slices", str(slices), "--hosts-per-slice", str(tpu.vms), "--chips-per-host", str(tpu.chips_per_vm),
-    ]  # fmt: skip
+    flags = {
+        "--accelerator-type": tpu.generation.ray_accelerator_type,
+        "--topology": tpu.topology,
+        "--slices": str(slices),
+        "--hosts-per-slice": str(tpu.vms),
+        "--chips-per-host": str(tpu.chips_per_vm),
+    }
+    return [word for flag in flags.items() for word in flag]
 
 
 def job_slice_range(group_slices: int, min_slices: int | None, max_slices: int | None) -> tuple[int, int]:

@@ -27,6 +27,12 @@ def _delete(key):
 BAD_CONFIGS = [
     # (edit, key path in the message, value in the message, words of the rule)
     (
+        _set("trainyard:jobs", "maxtext", 0, "modelName", "llama3-9b"),
+        "trainyard:jobs.maxtext[0].modelName",
+        '"llama3-9b"',
+        "is not a model of MaxText 0.2.5, which would warn and train its default model instead (allowed: llama3-8b",
+    ),
+    (
         _add_slice(topology="4x3"),
         "trainyard:tpuSlices[1].topology",
         '"4x3"',

@@ -37,8 +37,10 @@ def test_the_token_reaches_the_pod_only_through_a_secret_and_is_never_shown(capf
     assert secret["stringData"] == {"token": "[secret]"}  # the value masked, the shape kept: it schema-checks
     env = manifest(tokened, "Job", "llama31-70b-fsdp")["spec"]["template"]["spec"]["containers"][0]["env"]
     (variable,) = [e for e in env if e["name"] == "HF_TOKEN"]
-    assert variable == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret["metadata"]["name"],
-                                                                              "key": "token"}}}  # fmt: skip
+    assert variable == {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": secret["metadata"]["name"], "key": "token"}},
+    }
     config_maps = [m for m in tokened.manifests if m["kind"] == "ConfigMap"]
     diff = render_markdown(compare(plan().to_json(), tokened.to_json()), "before", "after")
     shown = [json.dumps(tokened.to_json()), json.dumps(tokened.outputs), json.dumps(config_maps), diff]
@@ -88,3 +90,12 @@ def test_gated_is_derived_from_the_repositories_unless_said():
     job["gated"] = []
     (parsed,) = load_stack_config(as_engine_config(values), "dev").jobs.fsdp
     assert not parsed.needs_token
+
+
+def test_a_job_that_leaves_the_model_to_the_trainer_is_held_to_the_model_it_loads():
+    values = dev_config_values()
+    (job,) = values["trainyard:jobs"]["fsdp"]
+    del job["gated"]
+    job["args"].pop("model-id", None)  # the trainer's default: meta-llama/Llama-3.1-70B, gated
+    with pytest.raises(TokenError, match="downloads gated meta-llama/Llama-3.1-70B"):
+        plan(values, preview=False)

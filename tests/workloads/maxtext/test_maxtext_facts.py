@@ -33,3 +33,13 @@ def test_workers_pin_the_maxtext_this_venv_runs(repo_root):
     requirements = (repo_root / "workloads/maxtext/requirements.txt").read_text().splitlines()
     assert MAXTEXT_REQUIREMENT in requirements
     assert MAXTEXT_REQUIREMENT.endswith("==" + version("maxtext"))
+
+
+def test_the_model_names_preflight_allows_are_the_installed_maxtexts():
+    """components/facts/maxtext_models.txt (read by the config checks; no MaxText in the Pulumi venv) lists exactly
+    the model configs of the MaxText installed here, at the version the trainer pins."""
+    listed = (Path(__file__).resolve().parents[3] / "components" / "facts" / "maxtext_models.txt").read_text()
+    lines = [line.strip() for line in listed.splitlines() if line.strip()]
+    assert f"# maxtext=={version('maxtext')}" in lines and MAXTEXT_REQUIREMENT.endswith(f"=={version('maxtext')}")
+    installed = {path.stem for path in (BASE_YML.parent / "models").glob("*.yml")}
+    assert {line for line in lines if not line.startswith("#")} == installed | {"default"}
