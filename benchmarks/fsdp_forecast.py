@@ -40,14 +40,18 @@ def run(hosts: int) -> FsdpRun:
 def main() -> None:
     one_host = forecast(run(1), GRAND_TETON, efficiency=1.0)
     calibrated = PUBLISHED[1] / one_host.tokens_per_s_per_gpu()
-    print(f"calibration, 8 GPUs: published {PUBLISHED[1]:,} tokens/s/GPU = {calibrated:.3f} of peak model FLOP/s "
-          f"(COMPUTE_EFFICIENCY in use: {COMPUTE_EFFICIENCY})")  # fmt: skip
+    print(
+        f"calibration, 8 GPUs: published {PUBLISHED[1]:,} tokens/s/GPU = {calibrated:.3f} of peak model FLOP/s "
+        f"(COMPUTE_EFFICIENCY in use: {COMPUTE_EFFICIENCY})"
+    )
     for hosts, published in PUBLISHED.items():
         result = forecast(run(hosts), GRAND_TETON)
         estimate, best = result.tokens_per_s_per_gpu(), result.tokens_per_s_per_gpu(result.lower_bound_s)
-        print(f"Llama 3.1 8B, {hosts * 8} H100: forecast {estimate:,.0f} tokens/s/GPU (bound {best:,.0f}), "
-              f"published {published:,}, ratio {estimate / published:.3f}; {result.bound}-bound, "
-              f"MFU {result.mfu():.1%}")  # fmt: skip
+        print(
+            f"Llama 3.1 8B, {hosts * 8} H100: forecast {estimate:,.0f} tokens/s/GPU (bound {best:,.0f}), "
+            f"published {published:,}, ratio {estimate / published:.3f}; {result.bound}-bound, "
+            f"MFU {result.mfu():.1%}"
+        )
     files = read_stack_files(PROJECT_DIR, "dev")
     for result in stack_forecasts(load_stack_config(files.config, "dev")):
         print("\n".join(result.lines()))

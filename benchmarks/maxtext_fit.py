@@ -22,15 +22,27 @@ TWO_V6E_16 += ["--hosts-per-slice", "4", "--chips-per-host", "4"]
 # The seeds' ray-maxtext-multislice-gke jobs, as submitted there.
 SEED_JOBS: dict[str, list[str]] = {
     "8b": [
-        "model_name=llama3-8b", "dataset_type=synthetic", "steps=100", "per_device_batch_size=4",
-        "max_target_length=4096", "ici_fsdp_parallelism=4", "ici_tensor_parallelism=4",
+        "model_name=llama3-8b",
+        "dataset_type=synthetic",
+        "steps=100",
+        "per_device_batch_size=4",
+        "max_target_length=4096",
+        "ici_fsdp_parallelism=4",
+        "ici_tensor_parallelism=4",
     ],
     "70b": [
-        "model_name=llama3-70b", "dataset_type=synthetic", "steps=100", "per_device_batch_size=2",
-        "max_target_length=4096", "ici_tensor_parallelism=4", "ici_fsdp_parallelism=4",
-        "dcn_fsdp_parallelism=2", "dcn_data_parallelism=1", "remat_policy=full",
+        "model_name=llama3-70b",
+        "dataset_type=synthetic",
+        "steps=100",
+        "per_device_batch_size=2",
+        "max_target_length=4096",
+        "ici_tensor_parallelism=4",
+        "ici_fsdp_parallelism=4",
+        "dcn_fsdp_parallelism=2",
+        "dcn_data_parallelism=1",
+        "remat_policy=full",
     ],
-}  # fmt: skip
+}
 
 
 def measure(job: str) -> dict:

@@ -57,13 +57,24 @@ RECIPE_LIBTPU_FLAGS = (
 )
 # The recipes' shared tuning: sequence 8192, splash attention with 2048 blocks, custom remat offloading to host.
 RECIPE_ARGS = [
-    "max_target_length=8192", "attention=flash", "use_iota_embed=true", "dataset_type=synthetic",
-    "enable_checkpointing=false", "remat_policy=custom", "decoder_layer_input=offload", "query_proj=offload",
-    "key_proj=offload", "value_proj=offload", "sa_use_fused_bwd_kernel=true", "ici_fsdp_parallelism=-1",
-    "enable_tensorboard=false", "steps=15",
+    "max_target_length=8192",
+    "attention=flash",
+    "use_iota_embed=true",
+    "dataset_type=synthetic",
+    "enable_checkpointing=false",
+    "remat_policy=custom",
+    "decoder_layer_input=offload",
+    "query_proj=offload",
+    "key_proj=offload",
+    "value_proj=offload",
+    "sa_use_fused_bwd_kernel=true",
+    "ici_fsdp_parallelism=-1",
+    "enable_tensorboard=false",
+    "steps=15",
     *(f"sa_block_{name}=2048" for name in ("q", "kv", "kv_compute", "q_dkv", "kv_dkv", "kv_dkv_compute")),
-    "sa_block_q_dq=2048", "sa_block_kv_dq=2048",
-]  # fmt: skip
+    "sa_block_q_dq=2048",
+    "sa_block_kv_dq=2048",
+]
 
 
 @dataclass(frozen=True)
@@ -85,17 +96,40 @@ class Anchor:
 
 
 ANCHORS = (
-    Anchor("Llama 3.1 8B, v6e-256", "16x16",
-           ("model_name=llama3.1-8b", "per_device_batch_size=4", "out_proj=offload"), 7207.3, 417.4, True),
-    Anchor("Llama 3.1 70B, v6e-256", "16x16",
-           ("model_name=llama3.1-70b", "per_device_batch_size=5"), 960.2, 462.3, True),
-    Anchor("Llama 3.1 8B, v6e-8", "2x4",
-           ("model_name=llama3.1-8b", "per_device_batch_size=2", "out_proj=offload"), 7138.9, 413.4, False,
-           "batch 2 (published: 3, which needs 34.3 GB per chip with MaxText 0.2.5)"),
-    Anchor("Llama 3.1 70B, v6e-32", "4x8",
-           ("model_name=llama3.1-70b", "per_device_batch_size=2", "weight_dtype=bfloat16"), 921.0, 443.4,
-           False),
-)  # fmt: skip
+    Anchor(
+        name="Llama 3.1 8B, v6e-256",
+        topology="16x16",
+        args=("model_name=llama3.1-8b", "per_device_batch_size=4", "out_proj=offload"),
+        published_tokens=7207.3,
+        published_tflops=417.4,
+        calibrates=True,
+    ),
+    Anchor(
+        name="Llama 3.1 70B, v6e-256",
+        topology="16x16",
+        args=("model_name=llama3.1-70b", "per_device_batch_size=5"),
+        published_tokens=960.2,
+        published_tflops=462.3,
+        calibrates=True,
+    ),
+    Anchor(
+        name="Llama 3.1 8B, v6e-8",
+        topology="2x4",
+        args=("model_name=llama3.1-8b", "per_device_batch_size=2", "out_proj=offload"),
+        published_tokens=7138.9,
+        published_tflops=413.4,
+        calibrates=False,
+        note="batch 2 (published: 3, which needs 34.3 GB per chip with MaxText 0.2.5)",
+    ),
+    Anchor(
+        name="Llama 3.1 70B, v6e-32",
+        topology="4x8",
+        args=("model_name=llama3.1-70b", "per_device_batch_size=2", "weight_dtype=bfloat16"),
+        published_tokens=921.0,
+        published_tflops=443.4,
+        calibrates=False,
+    ),
+)
 
 
 def step_work(anchor: Anchor, recompile: bool) -> StepWork | str:
@@ -136,11 +170,15 @@ def main() -> None:
     calibration = [implied[a.name] for a, _, _ in rows if a.calibrates]
     if calibration:
         fitted = math.exp(sum(map(math.log, calibration)) / len(calibration))
-        print(f"calibration: compiled matrix FLOP/s over peak in the v6e-256 runs: "
-              f"{', '.join(f'{e:.3f}' for e in calibration)}; geometric mean {fitted:.3f} "
-              f"(MXU_EFFICIENCY in use: {MXU_EFFICIENCY})")  # fmt: skip
-    print("| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | published s "
-          "| forecast tokens/s/chip | published | ratio | MFU (MaxText 0.2.5 count) |")  # fmt: skip
+        print(
+            f"calibration: compiled matrix FLOP/s over peak in the v6e-256 runs: "
+            f"{', '.join(f'{e:.3f}' for e in calibration)}; geometric mean {fitted:.3f} "
+            f"(MXU_EFFICIENCY in use: {MXU_EFFICIENCY})"
+        )
+    print(
+        "| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | published s "
+        "| forecast tokens/s/chip | published | ratio | MFU (MaxText 0.2.5 count) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for anchor, work, result in rows:
         role = "calibrates" if anchor.calibrates else "check"
@@ -149,10 +187,12 @@ def main() -> None:
         published_s = published_seconds(anchor, work)
         bound_ok = "" if result.lower_bound_s <= published_s else " (ABOVE published)"
         note = f" — {anchor.note}" if anchor.note else ""
-        print(f"| {anchor.name}{note} | {role} | {work.matmul_flops / 1e12:,.0f} | {result.bound} "
-              f"| {result.lower_bound_s:.2f}{bound_ok} | {result.estimate_s:.2f} | {published_s:.2f} "
-              f"| {result.tokens_per_s_per_chip():,.0f} | {anchor.published_tokens:,.0f} | {ratio:.3f} ({verdict}) "
-              f"| {result.mfu():.1%} (published {anchor.published_tflops / 918:.1%}) |")  # fmt: skip
+        print(
+            f"| {anchor.name}{note} | {role} | {work.matmul_flops / 1e12:,.0f} | {result.bound} "
+            f"| {result.lower_bound_s:.2f}{bound_ok} | {result.estimate_s:.2f} | {published_s:.2f} "
+            f"| {result.tokens_per_s_per_chip():,.0f} | {anchor.published_tokens:,.0f} | {ratio:.3f} ({verdict}) "
+            f"| {result.mfu():.1%} (published {anchor.published_tflops / 918:.1%}) |"
+        )
 
 
 if __name__ == "__main__":

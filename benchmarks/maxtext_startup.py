@@ -42,15 +42,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="maxtext-startup-") as scratch:
         root = Path(scratch)
         run(sys.executable, "-m", "venv", root / "worker")
-        python = root / "worker/bin/python"
+        python, uv = root / "worker/bin/python", root / "worker/bin/uv"
         run(python, "-m", "pip", "install", "-q", "uv", RAY, "-c", CONSTRAINTS)
         site = next((root / "worker/lib").glob("python3*/site-packages"))
         before_bytes, before = tree_bytes(site), frozen(python)
         start = time.perf_counter()
-        run(
-            root / "worker/bin/uv", "pip", "install", "--python", python, "--cache-dir", root / "uv-cache",
-            "-c", CONSTRAINTS, MAXTEXT,
-        )  # fmt: skip
+        run(uv, "pip", "install", "--python", python, "--cache-dir", root / "uv-cache", "-c", CONSTRAINTS, MAXTEXT)
         seconds = time.perf_counter() - start
         added = sorted(frozen(python) - before)
         installed = tree_bytes(site) - before_bytes

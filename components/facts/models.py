@@ -41,9 +41,14 @@ class ModelArchitecture:
         kv = self.kv_heads * self.head_dim
         h, i = self.hidden, self.intermediate
         return {
-            "q_proj": (h, self.heads * self.head_dim), "k_proj": (h, kv), "v_proj": (h, kv),
-            "o_proj": (self.heads * self.head_dim, h), "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h),
-        }  # fmt: skip
+            "q_proj": (h, self.heads * self.head_dim),
+            "k_proj": (h, kv),
+            "v_proj": (h, kv),
+            "o_proj": (self.heads * self.head_dim, h),
+            "gate_proj": (h, i),
+            "up_proj": (h, i),
+            "down_proj": (i, h),
+        }
 
     def lora_params(self, rank: int, targets: Iterable[str]) -> int:
         """LoRA's A (rank x in) and B (out x rank) on each targeted projection of every layer."""

@@ -228,12 +228,12 @@ _ACCELERATOR_SHAPES = {
 }
 # General-purpose families: <family>-<class>-<vCPUs>, memory per vCPU by family and class.
 _GIB_PER_VCPU = {
-    ("e2", "standard"): 4, ("e2", "highmem"): 8, ("e2", "highcpu"): 1,
-    ("n2", "standard"): 4, ("n2", "highmem"): 8, ("n2", "highcpu"): 1,
-    ("n2d", "standard"): 4, ("n2d", "highmem"): 8, ("n2d", "highcpu"): 1,
-    ("n4", "standard"): 4, ("n4", "highmem"): 8, ("n4", "highcpu"): 2,
-    ("c3", "standard"): 4, ("c3", "highmem"): 8, ("c3", "highcpu"): 2,
-}  # fmt: skip
+    "e2": {"standard": 4, "highmem": 8, "highcpu": 1},
+    "n2": {"standard": 4, "highmem": 8, "highcpu": 1},
+    "n2d": {"standard": 4, "highmem": 8, "highcpu": 1},
+    "n4": {"standard": 4, "highmem": 8, "highcpu": 2},
+    "c3": {"standard": 4, "highmem": 8, "highcpu": 2},
+}
 
 
 def machine_shape(machine_type: str) -> MachineShape:
@@ -243,9 +243,9 @@ def machine_shape(machine_type: str) -> MachineShape:
         return MachineShape(machine_type, vcpus, memory_gib)
     family, _, rest = machine_type.partition("-")
     machine_class, _, size = rest.partition("-")
-    per_vcpu = _GIB_PER_VCPU.get((family, machine_class))
+    per_vcpu = _GIB_PER_VCPU.get(family, {}).get(machine_class)
     if per_vcpu is None or not size.isdigit() or int(size) < 2:
-        families = sorted({f"{f}-{c}-<vCPUs>" for f, c in _GIB_PER_VCPU})
+        families = sorted({f"{f}-{c}-<vCPUs>" for f, classes in _GIB_PER_VCPU.items() for c in classes})
         raise TopologyError(
             f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*_ACCELERATOR_SHAPES, *families])})"
         )

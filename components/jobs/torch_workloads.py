@@ -112,11 +112,18 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
     completion index; pod 0 of this revision (hostname `<job name>-0` under the headless Service) hosts the
     rendezvous."""
     torchrun = [
-        "torchrun", f"--nnodes={job.nodes}", f"--nproc_per_node={pool.machine.gpus_per_vm}",
-        "--node_rank=$JOB_COMPLETION_INDEX", "--rdzv_backend=c10d", f"--rdzv_id={job.name}",
+        "torchrun",
+        f"--nnodes={job.nodes}",
+        f"--nproc_per_node={pool.machine.gpus_per_vm}",
+        "--node_rank=$JOB_COMPLETION_INDEX",
+        "--rdzv_backend=c10d",
+        f"--rdzv_id={job.name}",
         f"--shutdown_timeout={job.grace_seconds - SHUTDOWN_MARGIN_SECONDS}",
-        f"--rdzv_endpoint=${JOB_NAME_ENV}-0.{service}:{RDZV_PORT}", "-m", "workloads.fsdp.train", *trainer_args(job),
-    ]  # fmt: skip
+        f"--rdzv_endpoint=${JOB_NAME_ENV}-0.{service}:{RDZV_PORT}",
+        "-m",
+        "workloads.fsdp.train",
+        *trainer_args(job),
+    ]
     extract = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
     unpack = f"python -c '{extract}' {shlex.quote(code_path)} /tmp/code"
     command = " ".join(_shell_word(word) for word in torchrun)
@@ -262,21 +269,27 @@ class TorchWorkloads(pulumi.ComponentResource):
         )
         extra = [service, self._code.config_map] + ([token] if token is not None else [])
         spec = k8s.batch.v1.JobSpecArgs(
-            suspend=True, completion_mode="Indexed", completions=job.nodes, parallelism=job.nodes,
+            suspend=True,
+            completion_mode="Indexed",
+            completions=job.nodes,
+            parallelism=job.nodes,
             # A failed attempt fails every node's pod once: restarts x nodes failures allow `restarts` resumptions.
-            backoff_limit=job.restarts * job.nodes, pod_failure_policy=FAILURE_POLICY,
-            ttl_seconds_after_finished=FINISHED_TTL_SECONDS, template=pod,
-        )  # fmt: skip
+            backoff_limit=job.restarts * job.nodes,
+            pod_failure_policy=FAILURE_POLICY,
+            ttl_seconds_after_finished=FINISHED_TTL_SECONDS,
+            template=pod,
+        )
         return k8s.batch.v1.Job(
             f"job-{job.name}",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=revision_name(job.name, spec), namespace=self._namespace,
+                name=revision_name(job.name, spec),
+                namespace=self._namespace,
                 labels={**self._queue_labels, WORKLOAD_LABEL: job.name},
                 annotations={**SKIP_AWAIT, **max_run},
             ),
             spec=spec,
             opts=retained(pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra))),
-        )  # fmt: skip
+        )
 
     def _service(self, job: FsdpJobConfig) -> k8s.core.v1.Service:
         """Headless, one per job across its revisions: gives each revision's pod 0 the DNS name

@@ -108,12 +108,16 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
             labels[group.capacity.node_label] = "true"
         flavors.append(
             Flavor(
-                name=group.name, node_labels=labels, nodes=group.count * tpu.vms,
-                machine=topology.machine_shape(tpu.machine_type), accelerator=TPU_RESOURCE,
-                accelerators_per_node=tpu.chips_per_vm, flex_start=group.capacity.flex_start,
+                name=group.name,
+                node_labels=labels,
+                nodes=group.count * tpu.vms,
+                machine=topology.machine_shape(tpu.machine_type),
+                accelerator=TPU_RESOURCE,
+                accelerators_per_node=tpu.chips_per_vm,
+                flex_start=group.capacity.flex_start,
                 nics_per_node=nics_per_worker(config, group),
             )
-        )  # fmt: skip
+        )
     return flavors
 
 
@@ -123,13 +127,18 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
         queued = pool.capacity.queued
         flavors.append(
             Flavor(
-                name=pool.name, node_labels={NODE_POOL_LABEL: pool.name}, nodes=pool.max_nodes,
-                machine=topology.machine_shape(pool.machine_type), accelerator=GPU_RESOURCE,
-                accelerators_per_node=pool.machine.gpus_per_vm, dws=queued, flex_start=pool.capacity.flex_start,
+                name=pool.name,
+                node_labels={NODE_POOL_LABEL: pool.name},
+                nodes=pool.max_nodes,
+                machine=topology.machine_shape(pool.machine_type),
+                accelerator=GPU_RESOURCE,
+                accelerators_per_node=pool.machine.gpus_per_vm,
+                dws=queued,
+                flex_start=pool.capacity.flex_start,
                 tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
                 topology=gke.TAS_TOPOLOGY if pool.topology_labels else None,
             )
-        )  # fmt: skip
+        )
     return flavors
 
 
@@ -216,10 +225,12 @@ class Kueue(pulumi.ComponentResource):
         objects += self._admission_check(flavors, crs)
         cluster_queue = self._custom("ClusterQueue", config.kueue.cluster_queue, cluster_queue_spec(config), crs)
         local_queue = self._custom(
-            "LocalQueue", config.kueue.local_queue, {"clusterQueue": config.kueue.cluster_queue},
+            "LocalQueue",
+            config.kueue.local_queue,
+            {"clusterQueue": config.kueue.cluster_queue},
             pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[workload_namespace, cluster_queue])),
             namespace=workload_namespace.metadata.name,
-        )  # fmt: skip
+        )
         self.queue_name = config.kueue.local_queue
         self.ready = [*objects, cluster_queue, local_queue]
         self.register_outputs({"clusterQueue": config.kueue.cluster_queue, "localQueue": config.kueue.local_queue})
@@ -270,17 +281,20 @@ class Kueue(pulumi.ComponentResource):
             return []
         name = self._config.kueue.admission_check
         request_config = self._custom(
-            "ProvisioningRequestConfig", name,
-            {"provisioningClassName": gke.QUEUED_PROVISIONING_CLASS, "managedResources": managed}, opts,
-        )  # fmt: skip
+            "ProvisioningRequestConfig",
+            name,
+            {"provisioningClassName": gke.QUEUED_PROVISIONING_CLASS, "managedResources": managed},
+            opts,
+        )
         check = self._custom(
-            "AdmissionCheck", name,
+            "AdmissionCheck",
+            name,
             {
                 "controllerName": gke.PROVISIONING_REQUEST_CONTROLLER,
                 "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
             },
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[request_config])),
-        )  # fmt: skip
+        )
         return [request_config, check]
 
     def _custom(

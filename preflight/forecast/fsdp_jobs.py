@@ -115,18 +115,29 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         return NoForecast(job.name, f"no architecture facts for {train.model_id} (components/facts/models.py)")
     pool = config.gpu_pool(job.pool)
     run = FsdpRun(
-        architecture, job.nodes, train.per_device_train_batch_size, train.max_seq_length,
-        train.gradient_accumulation_steps, activation_checkpointing=train.activation_checkpointing,
+        architecture=architecture,
+        nodes=job.nodes,
+        rows_per_gpu=train.per_device_train_batch_size,
+        seq_len=train.max_seq_length,
+        accumulation=train.gradient_accumulation_steps,
+        activation_checkpointing=train.activation_checkpointing,
         state_bytes_per_param=8 if train.param_dtype == "bf16" else 16,
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
-    )  # fmt: skip
+    )
     hardware = pool_hardware(pool)
     node_hour, price = prices.node_hour(pool.machine_type, config.region, Capacity(pool.capacity).price_column)
     return FsdpJobForecast(
-        job.name, train.model_id, node_hour * job.nodes, price.estimate, run, forecast(run, hardware),
-        forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
-        job.max_run_duration_seconds, hardware.hbm_bytes, memory(run, hardware.gpus_per_node),
-    )  # fmt: skip
+        job=job.name,
+        model=train.model_id,
+        usd_per_hour=node_hour * job.nodes,
+        price_estimated=price.estimate,
+        run=run,
+        forecast=forecast(run, hardware),
+        synced_once=forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
+        window_s=job.max_run_duration_seconds,
+        hbm_bytes=hardware.hbm_bytes,
+        memory=memory(run, hardware.gpus_per_node),
+    )
 
 
 def fsdp_forecasts(config: StackConfig, prices: cost.PriceBook) -> list[FsdpJobForecast | NoForecast]:

@@ -79,9 +79,14 @@ def job_forecast(
     tpu, slices = group.slice, int(verdict["slices"])
     node_hour, price = prices.node_hour(tpu.machine_type, config.region, Capacity(group.capacity).price_column)
     return MaxTextJobForecast(
-        job.name, job.model_name, node_hour * tpu.vms * slices, price.estimate, slices, verdict["target"],
-        forecast(work, tpu.generation, slices * tpu.chips),
-    )  # fmt: skip
+        job=job.name,
+        model=job.model_name,
+        usd_per_hour=node_hour * tpu.vms * slices,
+        price_estimated=price.estimate,
+        slices=slices,
+        target=verdict["target"],
+        forecast=forecast(work, tpu.generation, slices * tpu.chips),
+    )
 
 
 def unfit_reason(verdict: dict[str, Any]) -> str:

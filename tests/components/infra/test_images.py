@@ -28,9 +28,8 @@ def container_images(value) -> list[str]:
 
 def test_the_dev_plan_builds_each_trainer_into_the_stacks_registry(dev_plan):
     repository = one(dev_plan, REPOSITORY_TYPE, "registry")
-    assert (repository["project"], repository["location"], repository["repositoryId"], repository["format"]) == (
-        "trainyard-dev", "us-east5", "trainyard", "DOCKER",
-    )  # fmt: skip
+    expected = {"project": "trainyard-dev", "location": "us-east5", "repositoryId": "trainyard", "format": "DOCKER"}
+    assert {key: repository[key] for key in expected} == expected
     for trainer in TRAINERS:
         image = builds(dev_plan)[f"image-{trainer}"]
         assert image["context"] == {"location": "."}

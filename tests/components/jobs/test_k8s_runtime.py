@@ -42,9 +42,13 @@ def test_ray_imports_the_trainer_from_the_archive(tmp_path):
     zip_path.write_bytes(archive.data)
     result = subprocess.run(
         [str(RAY_PYTHON), "-c", RAY_CHECK, f"file://{zip_path}"],
-        check=False, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env={**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "(16, ['workloads'])" in result.stdout
 
@@ -62,11 +66,20 @@ def test_allgather_smoke_script_checks_every_rank(tmp_path):
     }
     result = subprocess.run(
         [
-            str(TORCHRUN), "--nnodes=1", "--nproc_per_node=2", "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:0",
+            str(TORCHRUN),
+            "--nnodes=1",
+            "--nproc_per_node=2",
+            "--rdzv_backend=c10d",
+            "--rdzv_endpoint=127.0.0.1:0",
             str(script),
         ],
-        check=False, cwd=tmp_path, capture_output=True, text=True, timeout=180, env=env,
-    )  # fmt: skip
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "all_gather: world 2, 2 MiB gathered" in result.stdout
 
@@ -79,8 +92,13 @@ def test_the_fsdp_pods_driver_check_exits_with_the_code_that_fails_the_job(dev_p
     (fail_job,) = [rule for rule in spec["podFailurePolicy"]["rules"] if rule["action"] == "FailJob"]
     # This machine has no NVIDIA driver: what a pod sees on a node whose driver cannot run the image.
     result = subprocess.run(
-        ["bash", "-c", check], check=False, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120,
+        ["bash", "-c", check],
+        check=False,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PATH": f"{FSDP_BIN}:{os.environ['PATH']}"},
-    )  # fmt: skip
+    )
     assert result.returncode in fail_job["onExitCodes"]["values"], result.stderr[-2000:]
     assert "no NVIDIA driver is loaded" in result.stderr

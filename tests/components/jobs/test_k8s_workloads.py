@@ -52,15 +52,34 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
     assert words[:3] == ["python", "-m", "workloads.maxtext.train"]
     flags, maxtext = split_maxtext_args(words[3:])
     assert flags == [
-        "--accelerator-type", "TPU-V6E", "--topology", "4x4", "--slices", "2", "--hosts-per-slice", "4",
-        "--chips-per-host", "4", "--max-failures", "3", "--storage-path", "/data/maxtext", "--name", "llama3-8b",
-        "--worker-package", "none",
-    ]  # fmt: skip
+        "--accelerator-type",
+        "TPU-V6E",
+        "--topology",
+        "4x4",
+        "--slices",
+        "2",
+        "--hosts-per-slice",
+        "4",
+        "--chips-per-host",
+        "4",
+        "--max-failures",
+        "3",
+        "--storage-path",
+        "/data/maxtext",
+        "--name",
+        "llama3-8b",
+        "--worker-package",
+        "none",
+    ]
     overrides = parse_overrides(maxtext)
     expected = {
-        "model_name": "llama3-8b", "steps": "100", "per_device_batch_size": "4", "max_target_length": "4096",
-        "run_name": "llama3-8b", "checkpoint_period": "20",
-    }  # fmt: skip
+        "model_name": "llama3-8b",
+        "steps": "100",
+        "per_device_batch_size": "4",
+        "max_target_length": "4096",
+        "run_name": "llama3-8b",
+        "checkpoint_period": "20",
+    }
     assert {key: overrides[key] for key in expected} == expected
     assert overrides["base_output_directory"] == "/data/maxtext"
     mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
@@ -240,9 +259,14 @@ def test_fsdp_launcher_flags_parse_with_the_trainer(dev_plan):
         "\n"
     )
     assert launch[:7] == [
-        "torchrun", "--nnodes=2", "--nproc_per_node=8", "--node_rank=1", "--rdzv_backend=c10d",
-        "--rdzv_id=llama31-70b-fsdp", "--shutdown_timeout=285",
-    ]  # fmt: skip
+        "torchrun",
+        "--nnodes=2",
+        "--nproc_per_node=8",
+        "--node_rank=1",
+        "--rdzv_backend=c10d",
+        "--rdzv_id=llama31-70b-fsdp",
+        "--shutdown_timeout=285",
+    ]
     assert "--rdzv_endpoint=llama31-70b-fsdp-0a1b2c-0.llama31-70b-fsdp:29400" in launch
     trainer_flags = [word for word in launch[launch.index("workloads.fsdp.train") + 1 :] if word]
     config = parse_config(trainer_flags, environ={})

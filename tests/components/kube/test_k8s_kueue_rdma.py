@@ -90,9 +90,9 @@ def test_kueue_objects_depend_on_the_pinned_release(dev_plan):
 
 
 def manager_config(plan):
-    return json.loads(one(plan, "kubernetes:helm.sh/v4:Chart", "kueue")["values"]["managerConfig"][
-        "controllerManagerConfigYaml"
-    ])  # fmt: skip
+    return json.loads(
+        one(plan, "kubernetes:helm.sh/v4:Chart", "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
 
 
 def test_kueue_requeues_a_workload_whose_pods_are_not_ready_whatever_the_release_defaults(dev_plan):
@@ -238,8 +238,10 @@ def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_ca
         values.pop("trainyard:jobs", None)  # the dev jobs name the dev pools
 
     plan = plan_with(pools)
-    placement = {name: one(plan, "gcp:container/nodePool:NodePool", name).get("placementPolicy") for name in (
-        "a4-demand", "a4-flex", "a4-spot-spread", "a4-queued")}  # fmt: skip
+    placement = {
+        name: one(plan, "gcp:container/nodePool:NodePool", name).get("placementPolicy")
+        for name in ("a4-demand", "a4-flex", "a4-spot-spread", "a4-queued")
+    }
     assert placement == {
         "a4-demand": {"type": "COMPACT"},
         "a4-flex": {"type": "COMPACT"},
@@ -247,5 +249,9 @@ def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_ca
         "a4-queued": None,
     }
     topology = {name: manifest(plan, "ResourceFlavor", name)["spec"].get("topologyName") for name in placement}
-    assert topology == {"a4-demand": "gke-default", "a4-flex": "gke-default", "a4-spot-spread": None,
-                        "a4-queued": "gke-default"}  # fmt: skip
+    assert topology == {
+        "a4-demand": "gke-default",
+        "a4-flex": "gke-default",
+        "a4-spot-spread": None,
+        "a4-queued": "gke-default",
+    }

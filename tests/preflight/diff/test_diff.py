@@ -191,9 +191,12 @@ def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, c
     assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
     markdown = capsys.readouterr().out
     assert "[!CAUTION]" in markdown
-    assert re.search(r"> \*\*Job `llama31-70b-fsdp` gets a new revision\*\* \(`llama31-70b-fsdp-[0-9a-f]{6}` → "
-                     r"`llama31-70b-fsdp-[0-9a-f]{6}`, because of .*`metadata.name`.*\): the running "
-                     r"`llama31-70b-fsdp-[0-9a-f]{6}` is kept \(retainOnDelete\)", markdown)  # fmt: skip
+    assert re.search(
+        r"> \*\*Job `llama31-70b-fsdp` gets a new revision\*\* \(`llama31-70b-fsdp-[0-9a-f]{6}` → "
+        r"`llama31-70b-fsdp-[0-9a-f]{6}`, because of .*`metadata.name`.*\): the running "
+        r"`llama31-70b-fsdp-[0-9a-f]{6}` is kept \(retainOnDelete\)",
+        markdown,
+    )
     assert "**Image `image-fsdp`**" in markdown and "workloads-fsdp-" in markdown
     changes = markdown.split("```mermaid")[0]  # the diagram below draws every resource
     assert "llama3-8b" not in changes and "image-maxtext" not in changes and "workloads-maxtext-" not in changes

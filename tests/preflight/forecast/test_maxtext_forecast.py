@@ -22,9 +22,14 @@ from workloads.maxtext.hlo_cost import StepWork
 
 V6E = TPU_GENERATIONS["v6e"]
 WORK = StepWork(
-    matmul_flops=2_000e12, hbm_bytes=1.6e12, ici_bytes=60e9, dcn_bytes=1e9, model_flops=1_700e12, tokens=32768,
+    matmul_flops=2_000e12,
+    hbm_bytes=1.6e12,
+    ici_bytes=60e9,
+    dcn_bytes=1e9,
+    model_flops=1_700e12,
+    tokens=32768,
     steps=100,
-)  # fmt: skip
+)
 
 
 def test_the_lower_bound_is_the_busiest_resource_and_the_estimate_runs_the_matrices_at_the_calibrated_rate():
@@ -63,9 +68,17 @@ def cache_dev_verdict(root, work: StepWork, needed_bytes: float = 24e9) -> None:
     config = dev_config()
     job = config.jobs.enabled_maxtext[0]
     argv = fit_check_argv(config, job)
-    verdict = {"name": job.name, "target": "v6e-16", "slices": 2, "needed_bytes": needed_bytes,
-               "available_bytes": 32e9, "compile_seconds": 150.0, "compiler_error": None, "cost": work.__dict__,
-               "fits": needed_bytes <= 32e9}  # fmt: skip
+    verdict = {
+        "name": job.name,
+        "target": "v6e-16",
+        "slices": 2,
+        "needed_bytes": needed_bytes,
+        "available_bytes": 32e9,
+        "compile_seconds": 150.0,
+        "compiler_error": None,
+        "cost": work.__dict__,
+        "fits": needed_bytes <= 32e9,
+    }
     save_verdict(root / CACHE_DIR, cache_key(argv, root), json.loads(json.dumps(verdict)))
 
 
