@@ -5,13 +5,14 @@ from __future__ import annotations
 import pulumi
 
 from components.config.models import StackConfig
-from components.infra.cluster import Cluster
-from components.infra.gpu_pools import GpuPools
-from components.infra.images import TrainerImages
-from components.infra.network import Networks
-from components.infra.node_identity import NodeIdentities
-from components.infra.storage import Storage
-from components.infra.tpu_slices import TpuSlices
+from components.infra.cluster import Cluster, ClusterArgs
+from components.infra.gpu_pools import GpuPools, GpuPoolsArgs
+from components.infra.images import TrainerImages, TrainerImagesArgs
+from components.infra.network import Networks, NetworksArgs, NodeNetwork
+from components.infra.node_identity import NodeIdentities, NodeIdentitiesArgs
+from components.infra.node_pools import PoolPlacement
+from components.infra.storage import Storage, StorageArgs
+from components.infra.tpu_slices import TpuSlices, TpuSlicesArgs
 from components.jobs.ray_workloads import RayWorkloads
 from components.jobs.smoke_workloads import SmokeWorkloads
 from components.jobs.torch_workloads import TorchWorkloads
@@ -20,7 +21,7 @@ from components.kube.kueue import Kueue
 from components.kube.network_policies import WorkloadNetworkPolicies
 from components.kube.rdma import Rdma
 from components.kube.workload_code import WorkloadCode
-from components.kube.workload_namespace import WorkloadNamespace
+from components.kube.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from components.kube.workload_target import WorkloadTarget
 
 
@@ -28,16 +29,48 @@ class TrainyardStack(pulumi.ComponentResource):
     def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Stack", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.networks = Networks("networks", config, child)
-        self.node_identities = NodeIdentities("node-identities", config, child)
-        self.cluster = Cluster("cluster", config, self.networks, self.node_identities, child)
-        pool_args = (config, self.cluster.cluster, self.networks, self.node_identities, child)
-        self.tpu_slices = TpuSlices("tpu-slices", *pool_args)
-        self.gpu_pools = GpuPools("gpu-pools", *pool_args)
-        self.storage = Storage("storage", config, child)
-        self.workload_namespace = WorkloadNamespace(
-            "workload-namespace", config, self.cluster.provider, former_parent=self.storage, opts=child
+        networks = NetworksArgs(
+            config.project,
+            config.region,
+            config.zone,
+            prefix=config.cluster.name,
+            network=config.network,
+            private_nodes=config.cluster.private_nodes,
+            dcn=config.multislice,
+            gpu=bool(config.gpu_pools),
         )
+        self.networks = Networks("networks", networks, child)
+        identities = NodeIdentitiesArgs(
+            config.project, config.cluster.name, tpu=bool(config.tpu_slices), gpu=bool(config.gpu_pools)
+        )
+        self.node_identities = NodeIdentities("node-identities", identities, child)
+        cluster = ClusterArgs(config.project, config.zone, config.cluster, self.networks, self.node_identities)
+        self.cluster = Cluster("cluster", cluster, child)
+        tpu_slices = TpuSlicesArgs(config.tpu_slices, self._placement(config, "tpu", self.networks.dcn))
+        self.tpu_slices = TpuSlices("tpu-slices", tpu_slices, child)
+        # The gVNIC NIC first (eth1), then the RDMA NICs (eth2..): the order pods' interfaces follow.
+        gpu_networks = self.networks.gvnic + self.networks.rdma
+        self.gpu_pools = GpuPools(
+            "gpu-pools", GpuPoolsArgs(config.gpu_pools, self._placement(config, "gpu", gpu_networks)), child
+        )
+        storage = config.storage
+        self.storage = Storage(
+            "storage",
+            StorageArgs(
+                config.project,
+                config.bucket_name,
+                config.bucket_location,
+                delete_with_stack=storage.delete_with_stack,
+                adopt=storage.adopt,
+                namespace=storage.namespace,
+                service_account=storage.service_account,
+            ),
+            child,
+        )
+        namespace = WorkloadNamespaceArgs(
+            storage.namespace, storage.service_account, self.cluster.provider, former_parent=self.storage
+        )
+        self.workload_namespace = WorkloadNamespace("workload-namespace", namespace, child)
         self.network_policies = WorkloadNetworkPolicies(
             "network-policies", config, self.workload_namespace.namespace, self.cluster.provider, child
         )
@@ -51,13 +84,20 @@ class TrainyardStack(pulumi.ComponentResource):
         )
         self.register_outputs(self.outputs())
 
+    def _placement(self, config: StackConfig, role: str, node_networks: list[NodeNetwork]) -> PoolPlacement:
+        identities = self.node_identities
+        return PoolPlacement(
+            config.zone, self.cluster.cluster, node_networks, identities.email.get(role), identities.ready.get(role)
+        )
+
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:
         jobs, provider, namespace = config.jobs, self.cluster.provider, self.workload_namespace.namespace
         runs_ray = bool(jobs.enabled_maxtext or (jobs.ray.enabled and config.tpu_slices))
         runs_fsdp_image = bool(jobs.enabled_fsdp) or config.nccl_smoke_on_trainer_image
         trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if runs_fsdp_image else ())
         readers = self.node_identities.members
-        self.images = TrainerImages("images", config, trainers, readers, child) if trainers else None
+        images = TrainerImagesArgs(config.project, config.region, config.stack, config.images, trainers, readers)
+        self.images = TrainerImages("images", images, child) if trainers else None
         # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
         with_code = (("maxtext",) if jobs.enabled_maxtext else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
         self.code = {

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.config.models import ClusterConfig, StackConfig
+from components.config.models import ClusterConfig
 from components.facts.capacity import Capacity
 from components.infra import node_pools
 from components.infra.fixed_names import fixed_name_options
@@ -78,6 +79,15 @@ def authorized_networks(cluster: ClusterConfig) -> gcp.container.ClusterMasterAu
     )
 
 
+@dataclass(frozen=True)
+class ClusterArgs:
+    project: str
+    zone: str
+    cluster: ClusterConfig
+    networks: Networks
+    identities: NodeIdentities
+
+
 class Cluster(pulumi.ComponentResource):
     cluster: gcp.container.Cluster
     system_pool: gcp.container.NodePool
@@ -85,18 +95,12 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        networks: Networks,
-        identities: NodeIdentities,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
-        key_grant = self._secrets_key_grant(config)
-        self.cluster = self._cluster(config, networks, [d for d in (networks.nat, key_grant) if d is not None])
-        self.system_pool = self._system_pool(config, identities)
+        self._args = args
+        key_grant = self._secrets_key_grant()
+        self.cluster = self._cluster([d for d in (args.networks.nat, key_grant) if d is not None])
+        self.system_pool = self._system_pool()
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(dns_endpoint_of)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(lambda parts: kubeconfig(*parts))
@@ -106,7 +110,7 @@ class Cluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             # Without it the provider guesses "another cluster" from any change of the kubeconfig's server or
             # CA (a CA rotation, an endpoint move) and replaces every Kubernetes object of the stack.
-            cluster_identifier=f"{config.project}/{config.zone}/{config.cluster.name}",
+            cluster_identifier=f"{args.project}/{args.zone}/{args.cluster.name}",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )
         self.register_outputs(
@@ -118,23 +122,22 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
-    def _secrets_key_grant(self, config: StackConfig) -> gcp.kms.CryptoKeyIAMMember | None:
+    def _secrets_key_grant(self) -> gcp.kms.CryptoKeyIAMMember | None:
         """GKE's service agent may encrypt and decrypt with the secrets key; without it the cluster fails."""
-        key = config.cluster.secrets_encryption_key
+        key = self._args.cluster.secrets_encryption_key
         if key is None:
             return None
-        project_number = gcp.organizations.get_project_output(project_id=config.project).number
+        project_number = gcp.organizations.get_project_output(project_id=self._args.project).number
         return gcp.kms.CryptoKeyIAMMember(
-            f"{config.cluster.name}-secrets-key-gke",
+            f"{self._args.cluster.name}-secrets-key-gke",
             crypto_key_id=key,
             role=SECRETS_KEY_ROLE,
             member=project_number.apply(gke_service_agent),
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _cluster(
-        self, config: StackConfig, networks: Networks, depends_on: list[pulumi.Resource]
-    ) -> gcp.container.Cluster:
+    def _cluster(self, depends_on: list[pulumi.Resource]) -> gcp.container.Cluster:
+        config, networks = self._args, self._args.networks
         cluster = config.cluster
         return gcp.container.Cluster(
             cluster.name,
@@ -201,7 +204,8 @@ class Cluster(pulumi.ComponentResource):
             opts=fixed_name_options(self, depends_on=depends_on),
         )
 
-    def _system_pool(self, config: StackConfig, identities: NodeIdentities) -> gcp.container.NodePool:
+    def _system_pool(self) -> gcp.container.NodePool:
+        config, identities = self._args, self._args.identities
         pool = config.cluster.system_pool
         return gcp.container.NodePool(
             SYSTEM_POOL_NAME,

@@ -2,44 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.models import GpuPoolConfig, StackConfig
+from components.config.models import GpuPoolConfig
 from components.infra import node_pools
-from components.infra.network import Networks
-from components.infra.node_identity import NodeIdentities
+
+
+@dataclass(frozen=True)
+class GpuPoolsArgs:
+    pools: tuple[GpuPoolConfig, ...]
+    placement: node_pools.PoolPlacement  # the gVNIC network, then the RDMA networks
 
 
 class GpuPools(pulumi.ComponentResource):
     pools: dict[str, gcp.container.NodePool]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        cluster: gcp.container.Cluster,
-        networks: Networks,
-        identities: NodeIdentities,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: GpuPoolsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:GpuPools", name, None, opts)
-        self._identities = identities
-        self.pools = {pool.name: self._pool(pool, config, cluster, networks) for pool in config.gpu_pools}
+        self._placement = args.placement
+        self.pools = {pool.name: self._pool(pool) for pool in args.pools}
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
 
-    def _pool(
-        self, pool: GpuPoolConfig, config: StackConfig, cluster: gcp.container.Cluster, networks: Networks
-    ) -> gcp.container.NodePool:
-        machine = pool.machine
+    def _pool(self, pool: GpuPoolConfig) -> gcp.container.NodePool:
+        placement, machine = self._placement, pool.machine
         flex_start = pool.capacity.flex_start
         queued = pool.capacity.queued
         return gcp.container.NodePool(
             pool.name,
             name=pool.name,
-            cluster=cluster.name,
-            location=config.zone,
-            node_locations=[config.zone],
+            cluster=placement.cluster.name,
+            location=placement.zone,
+            node_locations=[placement.zone],
             initial_node_count=pool.min_nodes,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=pool.min_nodes,
@@ -50,11 +46,10 @@ class GpuPools(pulumi.ComponentResource):
             # Close VMs: fewer hops for NCCL, and on Spot the block labels Kueue's TAS places by.
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None,
             management=node_pools.management(pool.capacity),
-            # The gVNIC NIC first (eth1), then the RDMA NICs (eth2..): the order pods' interfaces follow.
-            network_config=node_pools.additional_networks(networks.gvnic + networks.rdma),
+            network_config=node_pools.additional_networks(placement.node_networks),
             node_config=node_pools.node_config(
                 machine.machine_type,
-                self._identities.email["gpu"],
+                placement.service_account,
                 pool.capacity,
                 pool.reservation,
                 # The machine's local SSDs hold ephemeral storage (emptyDirs: the model download, HF_HOME).
@@ -73,5 +68,5 @@ class GpuPools(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=node_pools.pool_options(self, pool.capacity, [self._identities.ready["gpu"]]),
+            opts=node_pools.pool_options(self, pool.capacity, [placement.identity_ready]),
         )

@@ -10,13 +10,14 @@ build. Pushing needs Docker with BuildKit where `pulumi up` runs and credentials
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
-from components.config.models import StackConfig
+from components.config.models import ImagesConfig
 from components.facts.images import repository_path
 from components.infra.fixed_names import fixed_name_options
 from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
@@ -35,32 +36,37 @@ def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
     return content_hash(root, deployed_files(root, trainer))[:TAG_LENGTH]
 
 
+@dataclass(frozen=True)
+class TrainerImagesArgs:
+    project: str
+    region: str
+    stack: str
+    images: ImagesConfig  # the repository's name and any prebuilt images
+    trainers: tuple[str, ...]  # the trainers the stack runs
+    readers: dict[str, pulumi.Input[str]]  # node role -> IAM member that pulls the images
+
+
 class TrainerImages(pulumi.ComponentResource):
     """`refs[trainer]`: the image reference pods use, `tag@digest` when built here, the prebuilt one otherwise."""
 
     refs: dict[str, pulumi.Input[str]]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        trainers: tuple[str, ...],
-        readers: dict[str, pulumi.Input[str]],
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: TrainerImagesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:TrainerImages", name, None, opts)
-        images = config.images
-        self.refs = {trainer: images.prebuilt(trainer) for trainer in trainers if images.prebuilt(trainer)}
-        to_build = [trainer for trainer in trainers if trainer not in self.refs]
-        self.repository = self._repository(config) if to_build else None
+        self._args = args
+        images = args.images
+        self.refs = {trainer: images.prebuilt(trainer) for trainer in args.trainers if images.prebuilt(trainer)}
+        to_build = [trainer for trainer in args.trainers if trainer not in self.refs]
+        self.repository = self._repository() if to_build else None
         if self.repository is not None:
-            self._grant_read(config, readers)
-        self.builds = {trainer: self._build(config, trainer) for trainer in to_build}
+            self._grant_read()
+        self.builds = {trainer: self._build(trainer) for trainer in to_build}
         for trainer, build in self.builds.items():
             self.refs[trainer] = pulumi.Output.concat(build.tags[0], "@", build.digest)
         self.register_outputs({"images": self.refs})
 
-    def _repository(self, config: StackConfig) -> gcp.artifactregistry.Repository:
+    def _repository(self) -> gcp.artifactregistry.Repository:
+        config = self._args
         return gcp.artifactregistry.Repository(
             "registry",
             project=config.project,
@@ -71,9 +77,10 @@ class TrainerImages(pulumi.ComponentResource):
             opts=fixed_name_options(self),
         )
 
-    def _grant_read(self, config: StackConfig, readers: dict[str, pulumi.Input[str]]) -> None:
+    def _grant_read(self) -> None:
         """The nodes pull the images: Artifact Registry read on this repository only, per node role."""
-        for role, member in readers.items():
+        config = self._args
+        for role, member in config.readers.items():
             gcp.artifactregistry.RepositoryIamMember(
                 f"registry-reader-{role}",
                 project=config.project,
@@ -84,7 +91,8 @@ class TrainerImages(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-    def _build(self, config: StackConfig, trainer: str) -> docker_build.Image:
+    def _build(self, trainer: str) -> docker_build.Image:
+        config = self._args
         repository = repository_path(config.region, config.project, config.images.repository)
         cache = f"{repository}/{trainer}:{CACHE_TAG}"
         return docker_build.Image(

@@ -9,7 +9,7 @@ from ipaddress import IPv4Network
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.models import StackConfig
+from components.config.models import NetworkConfig
 from components.infra.fixed_names import fixed_name_options
 
 POD_RANGE_NAME = "pods"
@@ -24,6 +24,18 @@ class NodeNetwork:
     subnetwork: gcp.compute.Subnetwork
 
 
+@dataclass(frozen=True)
+class NetworksArgs:
+    project: str
+    region: str
+    zone: str
+    prefix: str  # of every network, subnet and firewall rule: the cluster's name
+    network: NetworkConfig  # ranges and MTU
+    private_nodes: bool  # Cloud NAT for the nodes' egress
+    dcn: bool  # multislice TPU groups: a DCN VPC per dcnRange
+    gpu: bool  # A4 pools: the gVNIC and RDMA VPCs
+
+
 class Networks(pulumi.ComponentResource):
     """Every VPC the stack needs; DCN, gVNIC and RDMA VPCs only when the configured pools use them."""
 
@@ -34,31 +46,31 @@ class Networks(pulumi.ComponentResource):
     rdma: list[NodeNetwork]
     nat: gcp.compute.RouterNat | None
 
-    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Networks", name, None, opts)
-        self._config = config
-        self._prefix = config.cluster.name
+        self._args = args
+        self._prefix = args.prefix
         self.primary = self._vpc(f"{self._prefix}-primary")
         self.primary_subnet = self._subnet(
             f"{self._prefix}-primary",
             self.primary,
-            config.network.node_range,
+            args.network.node_range,
             # Private nodes reach Google APIs (Artifact Registry, GCS, logging) without NAT; GKE turns this on
             # for private nodes anyway, so stating it keeps previews free of drift.
             private_ip_google_access=True,
             secondary_ip_ranges=[
                 gcp.compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=POD_RANGE_NAME, ip_cidr_range=str(config.network.pod_range)
+                    range_name=POD_RANGE_NAME, ip_cidr_range=str(args.network.pod_range)
                 ),
                 gcp.compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=SERVICE_RANGE_NAME, ip_cidr_range=str(config.network.service_range)
+                    range_name=SERVICE_RANGE_NAME, ip_cidr_range=str(args.network.service_range)
                 ),
             ],
         )
-        self.nat = self._nat() if config.cluster.private_nodes else None
-        self.dcn = self._dcn_networks() if config.multislice else []
-        self.gvnic = self._gvnic_networks() if config.gpu_pools else []
-        self.rdma = self._rdma_networks() if config.gpu_pools else []
+        self.nat = self._nat() if args.private_nodes else None
+        self.dcn = self._dcn_networks() if args.dcn else []
+        self.gvnic = self._gvnic_networks() if args.gpu else []
+        self.rdma = self._rdma_networks() if args.gpu else []
         self.register_outputs(
             {
                 "primary": self.primary.name,
@@ -73,7 +85,7 @@ class Networks(pulumi.ComponentResource):
             name,
             name=name,
             auto_create_subnetworks=False,
-            mtu=self._config.network.mtu,
+            mtu=self._args.network.mtu,
             opts=fixed_name_options(self),
             **extra,
         )
@@ -85,7 +97,7 @@ class Networks(pulumi.ComponentResource):
             name,
             name=name,
             network=network.id,
-            region=self._config.region,
+            region=self._args.region,
             ip_cidr_range=str(cidr),
             opts=fixed_name_options(self),
             **extra,
@@ -98,14 +110,14 @@ class Networks(pulumi.ComponentResource):
             f"{self._prefix}-router",
             name=f"{self._prefix}-router",
             network=self.primary.id,
-            region=self._config.region,
+            region=self._args.region,
             opts=fixed_name_options(self),
         )
         return gcp.compute.RouterNat(
             f"{self._prefix}-nat",
             name=f"{self._prefix}-nat",
             router=router.name,
-            region=self._config.region,
+            region=self._args.region,
             nat_ip_allocate_option="AUTO_ONLY",
             source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
             log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
@@ -119,7 +131,7 @@ class Networks(pulumi.ComponentResource):
     def _dcn_networks(self) -> list[NodeNetwork]:
         """Cross-slice traffic (MEGASCALE) leaves the TPU VMs on these two extra NICs, attached through DRANET."""
         networks = []
-        for index, cidr in enumerate(self._config.network.dcn_ranges):
+        for index, cidr in enumerate(self._args.network.dcn_ranges):
             name = f"{self._prefix}-dcn-{index + 1}"
             networks.append(self._node_network(name, cidr))
             self._internal_firewall(name, networks[-1], cidr)
@@ -127,8 +139,8 @@ class Networks(pulumi.ComponentResource):
 
     def _gvnic_networks(self) -> list[NodeNetwork]:
         name = f"{self._prefix}-gvnic-1"
-        node_network = self._node_network(name, self._config.network.gvnic_range)
-        self._internal_firewall(name, node_network, self._config.network.gvnic_range)
+        node_network = self._node_network(name, self._args.network.gvnic_range)
+        self._internal_firewall(name, node_network, self._args.network.gvnic_range)
         return [node_network]
 
     def _internal_firewall(self, name: str, node_network: NodeNetwork, cidr: IPv4Network) -> gcp.compute.Firewall:
@@ -150,9 +162,9 @@ class Networks(pulumi.ComponentResource):
 
     def _rdma_networks(self) -> list[NodeNetwork]:
         """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC."""
-        profile = f"projects/{self._config.project}/global/networkProfiles/{self._config.zone}-vpc-roce"
+        profile = f"projects/{self._args.project}/global/networkProfiles/{self._args.zone}-vpc-roce"
         network = self._vpc(f"{self._prefix}-rdma-net", network_profile=profile)
         return [
             NodeNetwork(network, self._subnet(f"{self._prefix}-rdma-sub-{index}", network, cidr))
-            for index, cidr in enumerate(self._config.network.rdma_ranges)
+            for index, cidr in enumerate(self._args.network.rdma_ranges)
         ]

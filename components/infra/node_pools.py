@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
@@ -10,6 +11,18 @@ import pulumi_gcp as gcp
 from components.facts.capacity import SPECIFIC_RESERVATION, Capacity
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import NodeNetwork
+
+
+@dataclass(frozen=True)
+class PoolPlacement:
+    """What every accelerator pool of one role shares: where it goes and as whom its nodes run."""
+
+    zone: str
+    cluster: gcp.container.Cluster
+    node_networks: list[NodeNetwork]  # attached in this order (a pod's eth1, eth2, ...)
+    service_account: pulumi.Input[str] | None  # the role's node account (None: the role has no pools)
+    identity_ready: pulumi.Resource | None  # its grant, which the pools wait for
+
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
-
-from components.config.models import StackConfig
 
 OBJECT_USER_ROLE = "roles/storage.objectUser"
 
@@ -18,38 +18,46 @@ def workload_identity_principal(project_number: str, project: str, namespace: st
     )
 
 
+@dataclass(frozen=True)
+class StorageArgs:
+    project: str
+    bucket_name: str
+    location: str
+    delete_with_stack: bool  # else the bucket outlives `pulumi destroy`
+    adopt: bool  # import a bucket a destroyed stack kept
+    namespace: str  # the workloads' Kubernetes namespace and service account, granted the bucket
+    service_account: str
+
+
 class Storage(pulumi.ComponentResource):
     bucket: gcp.storage.Bucket
 
-    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Storage", name, None, opts)
-        storage = config.storage
-        bucket_name = config.bucket_name
+        bucket_name = args.bucket_name
         self.bucket = gcp.storage.Bucket(
             bucket_name,
             name=bucket_name,
-            location=config.bucket_location,
+            location=args.location,
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
             hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
-            force_destroy=storage.delete_with_stack,
+            force_destroy=args.delete_with_stack,
             # Checkpoints and datasets outlive `pulumi destroy` unless the config says otherwise; a later stack
             # on the same name adopts the kept bucket (a create would fail: the name is taken).
             opts=pulumi.ResourceOptions(
                 parent=self,
-                retain_on_delete=not storage.delete_with_stack,
-                import_=bucket_name if storage.adopt else None,
+                retain_on_delete=not args.delete_with_stack,
+                import_=bucket_name if args.adopt else None,
             ),
         )
-        project_number = gcp.organizations.get_project_output(project_id=config.project).number
+        project_number = gcp.organizations.get_project_output(project_id=args.project).number
         gcp.storage.BucketIAMMember(
             f"{bucket_name}-workload-object-user",
             bucket=self.bucket.name,
             role=OBJECT_USER_ROLE,
             member=project_number.apply(
-                lambda number: workload_identity_principal(
-                    number, config.project, storage.namespace, storage.service_account
-                )
+                lambda number: workload_identity_principal(number, args.project, args.namespace, args.service_account)
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

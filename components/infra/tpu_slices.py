@@ -2,53 +2,42 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.models import StackConfig, TpuSliceConfig
+from components.config.models import TpuSliceConfig
 from components.facts import gke
 from components.infra import node_pools
-from components.infra.network import Networks
-from components.infra.node_identity import NodeIdentities
+
+
+@dataclass(frozen=True)
+class TpuSlicesArgs:
+    groups: tuple[TpuSliceConfig, ...]
+    placement: node_pools.PoolPlacement  # the DCN networks attached
 
 
 class TpuSlices(pulumi.ComponentResource):
     pools: dict[str, gcp.container.NodePool]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        cluster: gcp.container.Cluster,
-        networks: Networks,
-        identities: NodeIdentities,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: TpuSlicesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:TpuSlices", name, None, opts)
-        self._identities = identities
+        self._placement = args.placement
         self.pools = {
-            pool_name: self._slice_pool(pool_name, group, config, cluster, networks)
-            for group in config.tpu_slices
-            for pool_name in group.pool_names
+            pool_name: self._slice_pool(pool_name, group) for group in args.groups for pool_name in group.pool_names
         }
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
 
-    def _slice_pool(
-        self,
-        pool_name: str,
-        group: TpuSliceConfig,
-        config: StackConfig,
-        cluster: gcp.container.Cluster,
-        networks: Networks,
-    ) -> gcp.container.NodePool:
-        tpu = group.slice
+    def _slice_pool(self, pool_name: str, group: TpuSliceConfig) -> gcp.container.NodePool:
+        placement, tpu = self._placement, group.slice
         flex_start = group.capacity.flex_start
         return gcp.container.NodePool(
             pool_name,
             name=pool_name,
-            cluster=cluster.name,
-            location=config.zone,
-            node_locations=[config.zone],
+            cluster=placement.cluster.name,
+            location=placement.zone,
+            node_locations=[placement.zone],
             # A slice is all of its VMs or nothing: fixed size, or (flex-start) 0 until a workload asks.
             node_count=None if flex_start else tpu.vms,
             initial_node_count=0 if flex_start else None,
@@ -59,10 +48,10 @@ class TpuSlices(pulumi.ComponentResource):
             if tpu.multi_host
             else None,
             management=node_pools.management(group.capacity),
-            network_config=node_pools.additional_networks(networks.dcn),
+            network_config=node_pools.additional_networks(placement.node_networks),
             node_config=node_pools.node_config(
                 tpu.machine_type,
-                self._identities.email["tpu"],
+                placement.service_account,
                 group.capacity,
                 group.reservation,
                 labels={gke.DRANET_LABEL: "true", gke.SLICE_GROUP_LABEL: group.name},
@@ -70,5 +59,5 @@ class TpuSlices(pulumi.ComponentResource):
                     threads_per_core=1
                 ),
             ),
-            opts=node_pools.pool_options(self, group.capacity, [self._identities.ready["tpu"]]),
+            opts=node_pools.pool_options(self, group.capacity, [placement.identity_ready]),
         )
