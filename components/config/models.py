@@ -176,6 +176,15 @@ class GpuPoolConfig(ConfigModel):
         return self.capacity is not Capacity.SPOT or self.compact
 
     @property
+    def places_by_topology(self) -> bool:
+        """Kueue places the pool's jobs by block (Topology-Aware Scheduling). TAS assigns a topology only on nodes
+        that exist, or after a ProvisioningRequest brings them: a pool scaled from zero by the autoscaler would
+        never be admitted (its pods are not created, so nothing scales it up). So: queued provisioning, or a pool
+        held at its full size (docs/cloud-facts.md: TAS needs its nodes first)."""
+        held_full = self.min_nodes == self.max_nodes > 0
+        return self.topology_labels and (self.capacity.queued or held_full)
+
+    @property
     def machine(self) -> topology.GpuMachine:
         return topology.gpu_machine(self.machine_type)
 

@@ -133,7 +133,7 @@ def launch_script(job: FsdpJobConfig, pool: GpuPoolConfig, code_path: str, servi
 def topology(pool: GpuPoolConfig) -> dict[str, str]:
     """Ask Kueue for one block, as a preference: a DWS request may come back spread over blocks, and a required
     block would then leave the job unadmitted on nodes already paid for (docs/cloud-facts.md: TAS)."""
-    return {PREFERRED_TOPOLOGY_ANNOTATION: TOPOLOGY_BLOCK_LABEL} if pool.topology_labels else {}
+    return {PREFERRED_TOPOLOGY_ANNOTATION: TOPOLOGY_BLOCK_LABEL} if pool.places_by_topology else {}
 
 
 def gcs_fuse_volume(bucket: str, mount_options: str) -> k8s.core.v1.VolumeArgs:

@@ -136,7 +136,7 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
                 dws=queued,
                 flex_start=pool.capacity.flex_start,
                 tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
-                topology=gke.TAS_TOPOLOGY if pool.topology_labels else None,
+                topology=gke.TAS_TOPOLOGY if pool.places_by_topology else None,
             )
         )
     return flavors

@@ -40,6 +40,7 @@ from preflight.checks.placement import (
     Pool,
     node_pools,
     parse_quantity,
+    pods_per_node,
     show_amount,
     tolerates,
     untolerated,
@@ -381,14 +382,60 @@ def unserved_provisioning(
             continue
         config = _named(objects, "ProvisioningRequestConfig", lookup(check, "spec.parameters.name"))
         managed = set(lookup(config, "spec.managedResources") or [])
+        if on_flavors and not set(assigned.values()) & set(on_flavors):
+            continue  # the check applies to the whole workload once any of its flavors is checked
         for pod_set_name, flavor in assigned.items():
-            if on_flavors and flavor not in on_flavors:
-                continue
             if managed and not managed & {r for r, amount in requests[pod_set_name].items() if amount}:
                 continue  # "the provisioning request is not needed" for this pod set
             spec = with_flavor(sets[pod_set_name].spec, queue.flavors.get(flavor) or {}) or {}
             if not any(p.facts.queued and selects_pool(spec, p.facts) and not untolerated(spec, p) for p in pools):
                 problems.append((pod_set_name, unserved_message(check_name, flavor)))
+    return problems
+
+
+def provisioned_flavors(queue: Queue, objects: list[Mapping[str, Any]]) -> set[str] | None:
+    """The flavors a ProvisioningRequest check covers (None: every flavor)."""
+    covered: set[str] = set()
+    for check_name, on_flavors in queue.checks:
+        check = _named(objects, "AdmissionCheck", check_name)
+        if check is not None and lookup(check, "spec.controllerName") == PROVISIONING_CONTROLLER:
+            if not on_flavors:
+                return None
+            covered.update(on_flavors)
+    return covered
+
+
+def topology_without_nodes(
+    assigned: Mapping[str, str],
+    sets: Mapping[str, PodSet],
+    queue: Queue,
+    provisioned: set[str] | None,
+    pools: list[Pool],
+) -> list[tuple[str, str]]:
+    """Topology-Aware Scheduling places a pod set on nodes that exist, unless a ProvisioningRequest check covers
+    its flavor (then it waits for the provisioned nodes): `tas_flavorassigner.go` podSetTopologyRequest. Nodes
+    the autoscaler would add never come, since the workload's pods are only created once it is admitted."""
+    problems = []
+    for name, flavor in assigned.items():
+        spec = queue.flavors.get(flavor) or {}
+        if not spec.get("topologyName") or provisioned is None or flavor in provisioned:
+            continue
+        pod_set = sets[name]
+        merged = with_flavor(pod_set.spec, spec) or {}
+        requests = kueue_pod_requests(pod_set.spec)
+        kept = sum(
+            (p.facts.size.min_nodes or 0) * min(pods_per_node(requests, p.allocatable), pod_set.count)
+            for p in pools
+            if selects_pool(merged, p.facts) and not untolerated(merged, p)
+        )
+        if kept < pod_set.count:
+            asked = [str(pod_set.annotations[a]) for a in TOPOLOGY_ANNOTATIONS[:2] if pod_set.annotations.get(a)]
+            level = asked[0] if asked else "kubernetes.io/hostname"
+            reason = (
+                f"no topology domains at level: {level} (flavor {flavor} places by topology on nodes that exist, "
+                f"and no ProvisioningRequest check brings them: its pools keep {kept} places for {pod_set.count} pods)"
+            )
+            problems.append((name, reason))
     return problems
 
 
@@ -530,8 +577,15 @@ def _admit(
     if problems:
         return problems, usage
     by_name = {s.name: s for s in sets}
-    unserved = unserved_provisioning(assigned, requests, by_name, queue, context.objects, context.pools)
-    return unserved or assigned, usage
+    if len(by_name) < len(sets):
+        names = [s.name for s in sets]
+        twice = min(name for name in names if names.count(name) > 1)
+        reason = f"pod set {twice} is named twice: Kueue cannot create the Workload (pod set names must be unique)"
+        return [(twice, reason)], {}
+    provisioned = provisioned_flavors(queue, context.objects)
+    problems = unserved_provisioning(assigned, requests, by_name, queue, context.objects, context.pools)
+    problems += topology_without_nodes(assigned, by_name, queue, provisioned, context.pools)
+    return problems or assigned, usage
 
 
 def _config_key(obj: Mapping[str, Any], keys: Mapping[str, str]) -> str:

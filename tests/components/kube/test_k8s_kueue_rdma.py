@@ -131,8 +131,8 @@ def test_flex_start_tpus_come_after_on_demand_and_need_no_provisioning_request(p
         == "true"
     )
     assert manifest(plan, "ResourceFlavor", "gpu-nodepool-dws")["spec"] == {
+        # Spot, placed compactly, carries the block labels, but scales from zero: Kueue's TAS would wait for nodes
         "nodeLabels": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"},
-        "topologyName": "gke-default",  # Spot, placed compactly: its nodes carry the block labels
     }
 
 
@@ -227,10 +227,11 @@ def test_the_a4_flavor_places_by_gke_topology_and_the_fine_tune_prefers_one_bloc
     assert by_name["topology-gke-default"].urn in by_name["resourceflavor-gpu-nodepool-dws"].dependencies
 
 
-def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_carry_the_labels(plan_with):
+def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_carry_the_labels_and_exist(plan_with):
     def pools(values):
         values["trainyard:gpuPools"] = [
             {"name": "a4-demand", "maxNodes": 2, "capacity": "onDemand"},
+            {"name": "a4-demand-held", "minNodes": 2, "maxNodes": 2, "capacity": "onDemand"},
             {"name": "a4-flex", "maxNodes": 2, "capacity": "flexStart"},
             {"name": "a4-spot-spread", "maxNodes": 2, "capacity": "spot", "compactPlacement": False},
             {"name": "a4-queued", "maxNodes": 2},
@@ -240,18 +241,22 @@ def test_compact_placement_where_the_capacity_allows_and_tas_only_where_nodes_ca
     plan = plan_with(pools)
     placement = {
         name: one(plan, "gcp:container/nodePool:NodePool", name).get("placementPolicy")
-        for name in ("a4-demand", "a4-flex", "a4-spot-spread", "a4-queued")
+        for name in ("a4-demand", "a4-demand-held", "a4-flex", "a4-spot-spread", "a4-queued")
     }
     assert placement == {
         "a4-demand": {"type": "COMPACT"},
+        "a4-demand-held": {"type": "COMPACT"},
         "a4-flex": {"type": "COMPACT"},
         "a4-spot-spread": None,
         "a4-queued": None,
     }
     topology = {name: manifest(plan, "ResourceFlavor", name)["spec"].get("topologyName") for name in placement}
+    # Kueue's TAS places only on nodes that exist or that a ProvisioningRequest brings: a pool the autoscaler grows
+    # from zero would never be admitted by topology.
     assert topology == {
-        "a4-demand": "gke-default",
-        "a4-flex": "gke-default",
+        "a4-demand": None,
+        "a4-demand-held": "gke-default",
+        "a4-flex": None,
         "a4-spot-spread": None,
         "a4-queued": "gke-default",
     }

@@ -235,3 +235,51 @@ def test_a_workload_kueue_refuses_fails_the_run(dev_plan):
     edit_manager_config(resources, lambda config: config.pop("resources"))
     refused = check_admission(resources)[1]
     assert dataclasses.replace(verdict, admission=refused).failed
+
+
+def reservation_pool(min_nodes: int):
+    def edit(values):
+        pool = values["trainyard:gpuPools"][0]
+        pool.update(capacity="reservation", reservation="my-a4", minNodes=min_nodes, maxNodes=2)
+        values["trainyard:jobs"]["fsdp"][0]["nodes"] = 2
+
+    return edit
+
+
+def test_a_pool_the_autoscaler_grows_from_zero_is_not_placed_by_topology(plan_with):
+    plan = plan_with(reservation_pool(min_nodes=0))
+    assert "topologyName" not in of_workload(resources_of(plan), "ResourceFlavor", "gpu-nodepool-dws")["spec"]
+    fsdp = of_workload(resources_of(plan), "Job", "llama31-70b-fsdp")
+    assert "kueue.x-k8s.io/podset-preferred-topology" not in fsdp["spec"]["template"]["metadata"]["annotations"]
+    assert check_admission(plan.to_json()["resources"])[1] == []
+
+
+def test_topology_aware_placement_needs_nodes_that_exist_or_a_provisioning_request(plan_with):
+    held = plan_with(reservation_pool(min_nodes=2))  # held at full size: its nodes exist
+    assert (
+        of_workload(resources_of(held), "ResourceFlavor", "gpu-nodepool-dws")["spec"]["topologyName"] == "gke-default"
+    )
+    assert check_admission(held.to_json()["resources"])[1] == []
+    resources = resources_of(held)
+    for resource in resources:
+        if resource["type"] == NODE_POOL_TYPE and resource["name"] == "gpu-nodepool-dws":
+            resource["inputs"]["autoscaling"]["totalMinNodeCount"] = 0  # scaled from zero, as before
+            resource["inputs"]["initialNodeCount"] = 0
+    (refused,) = problems(resources, held)
+    assert refused[1] == "main" and refused[2].startswith(
+        "no topology domains at level: cloud.google.com/gce-topology-block (flavor gpu-nodepool-dws places by "
+        "topology on nodes that exist, and no ProvisioningRequest check brings them: its pools keep 0 places"
+    )
+
+
+def test_pod_set_names_must_be_unique(plan_with):
+    def group_named_submitter(values):
+        values["trainyard:tpuSlices"][0]["name"] = "submitter"
+        values["trainyard:jobs"]["maxtext"][0]["slices"] = "submitter"
+
+    plan = plan_with(group_named_submitter)
+    (refused,) = problems(resources_of(plan), plan)
+    assert (
+        refused[2]
+        == "pod set submitter is named twice: Kueue cannot create the Workload (pod set names must be unique)"
+    )
