@@ -16,11 +16,11 @@ from components.infra.tpu_slices import TpuSlices, TpuSlicesArgs
 from components.jobs.ray_workloads import RayWorkloads
 from components.jobs.smoke_workloads import SmokeWorkloads
 from components.jobs.torch_workloads import TorchWorkloads
-from components.kube.dranet import Dranet
-from components.kube.kueue import Kueue
-from components.kube.network_policies import WorkloadNetworkPolicies
-from components.kube.rdma import Rdma
-from components.kube.workload_code import WorkloadCode
+from components.kube.dranet import Dranet, DranetArgs, dcn_nic_count
+from components.kube.kueue import Kueue, KueueArgs, covered_resources, ordered_flavors
+from components.kube.network_policies import WorkloadNetworkPolicies, WorkloadNetworkPoliciesArgs
+from components.kube.rdma import Rdma, RdmaArgs
+from components.kube.workload_code import WorkloadCode, WorkloadCodeArgs
 from components.kube.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from components.kube.workload_target import WorkloadTarget
 
@@ -71,11 +71,21 @@ class TrainyardStack(pulumi.ComponentResource):
             storage.namespace, storage.service_account, self.cluster.provider, former_parent=self.storage
         )
         self.workload_namespace = WorkloadNamespace("workload-namespace", namespace, child)
-        self.network_policies = WorkloadNetworkPolicies(
-            "network-policies", config, self.workload_namespace.namespace, self.cluster.provider, child
+        policies = WorkloadNetworkPoliciesArgs(
+            config.network.pod_range, self.workload_namespace.namespace, self.cluster.provider
         )
-        self.kueue = Kueue("kueue", config, self.cluster.provider, self.workload_namespace.namespace, child)
-        self.rdma = Rdma("rdma", config, self.networks, self.cluster.provider, child) if config.gpu_pools else None
+        self.network_policies = WorkloadNetworkPolicies("network-policies", policies, child)
+        kueue = KueueArgs(
+            config.kueue,
+            ordered_flavors(config),
+            covered_resources(config),
+            elastic_jobs=any(job.elastic for job in config.jobs.enabled_maxtext),
+            provider=self.cluster.provider,
+            workload_namespace=self.workload_namespace.namespace,
+        )
+        self.kueue = Kueue("kueue", kueue, child)
+        rdma = RdmaArgs(config.gpu_pools, self.networks, self.cluster.provider)
+        self.rdma = Rdma("rdma", rdma, child) if config.gpu_pools else None
         self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ",
@@ -101,10 +111,11 @@ class TrainyardStack(pulumi.ComponentResource):
         # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
         with_code = (("maxtext",) if jobs.enabled_maxtext else ()) + (("fsdp",) if jobs.enabled_fsdp else ())
         self.code = {
-            trainer: WorkloadCode(f"workload-code-{trainer}", trainer, provider, namespace, child)
+            trainer: WorkloadCode(f"workload-code-{trainer}", WorkloadCodeArgs(trainer, namespace, provider), child)
             for trainer in with_code
         }
-        self.dranet = Dranet("dranet", config, provider, namespace, child) if config.multislice else None
+        dranet = DranetArgs(dcn_nic_count(config), namespace, provider)
+        self.dranet = Dranet("dranet", dranet, child) if config.multislice else None
         queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None

@@ -7,6 +7,8 @@ must go (`--megascale_grpc_interface_prefixes`, from `megascale_interface_prefix
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -31,26 +33,26 @@ def megascale_interface_prefixes(config: StackConfig) -> list[str]:
     return [f"eth{index + 1}" for index in range(dcn_nic_count(config))] + ["lo"]
 
 
+@dataclass(frozen=True)
+class DranetArgs:
+    nics_per_worker: int  # one per DCN VPC
+    namespace: k8s.core.v1.Namespace
+    provider: k8s.Provider
+
+
 class Dranet(pulumi.ComponentResource):
     """`template_name` is what pods put in `resourceClaims[].resourceClaimTemplateName`."""
 
     template: k8s.resource.v1.ResourceClaimTemplate
     template_name: str
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        provider: k8s.Provider,
-        namespace: k8s.core.v1.Namespace,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:Dranet", name, None, opts)
-        count = dcn_nic_count(config)
+        count = args.nics_per_worker
         self.template_name = f"dcn-netdev-{count}"
         self.template = k8s.resource.v1.ResourceClaimTemplate(
             self.template_name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=self.template_name, namespace=namespace.metadata.name),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=self.template_name, namespace=args.namespace.metadata.name),
             spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
                 spec=k8s.resource.v1.ResourceClaimSpecArgs(
                     devices=k8s.resource.v1.DeviceClaimArgs(
@@ -65,6 +67,6 @@ class Dranet(pulumi.ComponentResource):
                     )
                 )
             ),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
         self.register_outputs({"template": self.template_name})

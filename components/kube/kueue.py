@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.config.jobs import KueueConfig
 from components.config.models import StackConfig
 from components.facts import gke, topology
 from components.facts.gke import (
@@ -173,9 +174,7 @@ def managed_resources(flavors: list[Flavor]) -> list[str]:
     return sorted({flavor.accelerator for flavor in flavors if flavor.dws and flavor.accelerator})
 
 
-def cluster_queue_spec(config: StackConfig) -> dict:
-    flavors = ordered_flavors(config)
-    resources = covered_resources(config)
+def cluster_queue_spec(kueue: KueueConfig, flavors: list[Flavor], resources: list[str]) -> dict:
     spec: dict = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",
@@ -191,12 +190,20 @@ def cluster_queue_spec(config: StackConfig) -> dict:
     }
     dws = [flavor.name for flavor in flavors if flavor.dws]
     if dws:
-        spec["admissionChecksStrategy"] = {
-            "admissionChecks": [{"name": config.kueue.admission_check, "onFlavors": dws}]
-        }
-    if config.kueue.cohort:
-        spec["cohortName"] = config.kueue.cohort
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": kueue.admission_check, "onFlavors": dws}]}
+    if kueue.cohort:
+        spec["cohortName"] = kueue.cohort
     return spec
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    kueue: KueueConfig  # the release, its queues and admission check
+    flavors: list[Flavor]  # in the order Kueue tries them
+    covered_resources: list[str]
+    elastic_jobs: bool  # some MaxText job is elastic: the release's workload-slices gate is stated
+    provider: k8s.Provider
+    workload_namespace: k8s.core.v1.Namespace
 
 
 class Kueue(pulumi.ComponentResource):
@@ -205,43 +212,36 @@ class Kueue(pulumi.ComponentResource):
     queue_name: str
     ready: list[pulumi.Resource]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        provider: k8s.Provider,
-        workload_namespace: k8s.core.v1.Namespace,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:Kueue", name, None, opts)
-        self._config = config
-        self._provider = provider
-        release = self._release() if config.kueue.install else []
+        self._args = args
+        kueue, provider, workload_namespace, flavors = args.kueue, args.provider, args.workload_namespace, args.flavors
+        release = self._release() if kueue.install else []
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=release)
-        flavors = ordered_flavors(config)
         topologies = self._topologies(flavors, crs)
         flavor_opts = pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=topologies))
         objects = [*topologies, *(self._flavor(flavor, flavor_opts) for flavor in flavors)]
         objects += self._admission_check(flavors, crs)
-        cluster_queue = self._custom("ClusterQueue", config.kueue.cluster_queue, cluster_queue_spec(config), crs)
+        spec = cluster_queue_spec(kueue, flavors, args.covered_resources)
+        cluster_queue = self._custom("ClusterQueue", kueue.cluster_queue, spec, crs)
         local_queue = self._custom(
             "LocalQueue",
-            config.kueue.local_queue,
-            {"clusterQueue": config.kueue.cluster_queue},
+            kueue.local_queue,
+            {"clusterQueue": kueue.cluster_queue},
             pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[workload_namespace, cluster_queue])),
             namespace=workload_namespace.metadata.name,
         )
-        self.queue_name = config.kueue.local_queue
+        self.queue_name = kueue.local_queue
         self.ready = [*objects, cluster_queue, local_queue]
-        self.register_outputs({"clusterQueue": config.kueue.cluster_queue, "localQueue": config.kueue.local_queue})
+        self.register_outputs({"clusterQueue": kueue.cluster_queue, "localQueue": kueue.local_queue})
 
     def _release(self) -> list[pulumi.Resource]:
-        kueue = self._config.kueue
-        opts = pulumi.ResourceOptions(parent=self, provider=self._provider)
+        kueue = self._args.kueue
+        opts = pulumi.ResourceOptions(parent=self, provider=self._args.provider)
         namespace = k8s.core.v1.Namespace(
             kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts
         )
-        gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._elastic_jobs() else []
+        gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._args.elastic_jobs else []
         values: dict = {"managerConfig": {"controllerManagerConfigYaml": json.dumps(MANAGER_CONFIG, indent=2)}}
         if gates:
             values["controllerManager"] = {"featureGates": gates}
@@ -254,9 +254,6 @@ class Kueue(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         return [namespace, chart]
-
-    def _elastic_jobs(self) -> bool:
-        return any(job.elastic for job in self._config.jobs.enabled_maxtext)
 
     def _topologies(self, flavors: list[Flavor], opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
         """GKE's block / sub-block / host / node levels, when a flavor places by them. A ClusterQueue whose TAS
@@ -279,7 +276,7 @@ class Kueue(pulumi.ComponentResource):
         managed = managed_resources(flavors)
         if not managed:
             return []
-        name = self._config.kueue.admission_check
+        name = self._args.kueue.admission_check
         request_config = self._custom(
             "ProvisioningRequestConfig",
             name,

@@ -14,12 +14,13 @@ Everything else from other namespaces (Ray's client port 10001 and GCS 6379, the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from ipaddress import IPv4Network
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.models import StackConfig
 from components.facts.gke import NAMESPACE_NAME_LABEL, RAY_HEAD_PORTS, RAY_NODE_TYPE_LABEL
 
 GMP_NAMESPACE = "gmp-system"
@@ -35,11 +36,11 @@ def tcp(port: int) -> dict[str, Any]:
     return {"protocol": "TCP", "port": port}
 
 
-def policy_specs(config: StackConfig) -> dict[str, dict[str, Any]]:
+def policy_specs(pod_range: IPv4Network) -> dict[str, dict[str, Any]]:
     """NetworkPolicy name -> spec, as Kubernetes JSON."""
     everyone_here = {"podSelector": {}}
     dns_ports = [{"protocol": "UDP", "port": 53}, tcp(53)]
-    outside_pods = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [str(config.network.pod_range)]}}
+    outside_pods = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [str(pod_range)]}}
     return {
         "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         "allow-within-namespace": {
@@ -70,24 +71,25 @@ def policy_specs(config: StackConfig) -> dict[str, dict[str, Any]]:
     }
 
 
+@dataclass(frozen=True)
+class WorkloadNetworkPoliciesArgs:
+    pod_range: IPv4Network  # the cluster's pods: egress beyond it is open
+    namespace: k8s.core.v1.Namespace
+    provider: k8s.Provider
+
+
 class WorkloadNetworkPolicies(pulumi.ComponentResource):
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        namespace: k8s.core.v1.Namespace,
-        provider: k8s.Provider,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: WorkloadNetworkPoliciesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:WorkloadNetworkPolicies", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        specs = policy_specs(args.pod_range)
         self.policies = [
             k8s.networking.v1.NetworkPolicy(
                 f"networkpolicy-{policy}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace.metadata.name),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=args.namespace.metadata.name),
                 spec=spec,
                 opts=child,
             )
-            for policy, spec in policy_specs(config).items()
+            for policy, spec in specs.items()
         ]
-        self.register_outputs({"policies": list(policy_specs(config))})
+        self.register_outputs({"policies": list(specs)})

@@ -9,11 +9,12 @@ host (docs/cloud-facts.md: the A4 GPU software stack).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.models import StackConfig
+from components.config.models import GpuPoolConfig
 from components.facts import gke, gpu_software, topology
 from components.infra.network import Networks, NodeNetwork
 
@@ -23,9 +24,9 @@ HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
 
 
-def gpu_machines(config: StackConfig) -> list[topology.GpuMachine]:
+def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[topology.GpuMachine]:
     """The distinct GPU machine types of the stack's pools, in config order."""
-    return list({pool.machine_type: pool.machine for pool in config.gpu_pools}.values())
+    return list({pool.machine_type: pool.machine for pool in pools}.values())
 
 
 def pod_interfaces(machine: topology.GpuMachine) -> str:
@@ -38,22 +39,23 @@ def pod_interfaces(machine: topology.GpuMachine) -> str:
     return json.dumps(interfaces)
 
 
+@dataclass(frozen=True)
+class RdmaArgs:
+    gpu_pools: tuple[GpuPoolConfig, ...]  # their machines' NICs, in attach order
+    networks: Networks  # the gVNIC and RDMA VPCs the NICs sit on
+    provider: k8s.Provider
+
+
 class Rdma(pulumi.ComponentResource):
     """Created only when the stack has GPU pools; `ready` lists what RDMA pods depend on."""
 
     ready: list[pulumi.Resource]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        networks: Networks,
-        provider: k8s.Provider,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: RdmaArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:Rdma", name, None, opts)
-        self._opts = pulumi.ResourceOptions(parent=self, provider=provider)
-        machine = gpu_machines(config)[0]
+        self._opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        networks, machines = args.networks, gpu_machines(args.gpu_pools)
+        machine = machines[0]
         attached = list(zip(machine.gvnic_network_names, networks.gvnic, strict=True))
         attached += list(zip(machine.rdma_network_names, networks.rdma, strict=True))
         self.ready = [
@@ -63,7 +65,7 @@ class Rdma(pulumi.ComponentResource):
                 network_name, node_network, "RDMA" if network_name.startswith("rdma") else "NetDevice"
             )
         ]
-        self.ready.append(self._installer(sorted({m.accelerator for m in gpu_machines(config)})))
+        self.ready.append(self._installer(sorted({m.accelerator for m in machines})))
         self.register_outputs({"networks": [network_name for network_name, _ in attached]})
 
     def _network(self, network_name: str, node_network: NodeNetwork, device_mode: str) -> list[pulumi.Resource]:

@@ -70,21 +70,22 @@ class CodeTooLarge(ValueError):
     """The archive would not fit in a ConfigMap."""
 
 
+@dataclass(frozen=True)
+class WorkloadCodeArgs:
+    trainer: str  # workloads/<trainer>
+    namespace: k8s.core.v1.Namespace
+    provider: k8s.Provider
+
+
 class WorkloadCode(pulumi.ComponentResource):
     """`volume`/`mount` put the archive at `archive_path` in a pod."""
 
     archive: CodeArchive
     config_map: k8s.core.v1.ConfigMap
 
-    def __init__(
-        self,
-        name: str,
-        trainer: str,
-        provider: k8s.Provider,
-        namespace: k8s.core.v1.Namespace,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: WorkloadCodeArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:WorkloadCode", name, None, opts)
+        trainer, namespace = args.trainer, args.namespace
         self.archive = build_archive(trainer)
         if len(self.archive.data) > MAX_ARCHIVE_BYTES:
             raise CodeTooLarge(
@@ -100,7 +101,7 @@ class WorkloadCode(pulumi.ComponentResource):
             ),
             binary_data={ARCHIVE_FILE: base64.b64encode(self.archive.data).decode()},
             immutable=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
         )
         self.register_outputs({"configMap": self.archive.config_map_name, "sha256": self.archive.sha256})
 
