@@ -13,9 +13,9 @@ from components.infra.node_identity import NodeIdentities, NodeIdentitiesArgs
 from components.infra.node_pools import PoolPlacement
 from components.infra.storage import Storage, StorageArgs
 from components.infra.tpu_slices import TpuSlices, TpuSlicesArgs
-from components.jobs.ray_workloads import RayWorkloads
-from components.jobs.smoke_workloads import SmokeWorkloads
-from components.jobs.torch_workloads import TorchWorkloads
+from components.jobs.ray_workloads import RayWorkloads, RayWorkloadsArgs
+from components.jobs.smoke_workloads import SmokeWorkloads, SmokeWorkloadsArgs
+from components.jobs.torch_workloads import TorchWorkloads, TorchWorkloadsArgs
 from components.kube.dranet import Dranet, DranetArgs, dcn_nic_count
 from components.kube.kueue import Kueue, KueueArgs, covered_resources, ordered_flavors
 from components.kube.network_policies import WorkloadNetworkPolicies, WorkloadNetworkPoliciesArgs
@@ -122,16 +122,43 @@ class TrainyardStack(pulumi.ComponentResource):
         # Jobs wait for the pools they run on (and go before them on a destroy or a pool's replacement).
         if runs_ray:
             target = queued.after(self.workload_namespace.service_account, *self.tpu_slices.pools.values())
-            image = self.images.refs["maxtext"]
-            self.ray = RayWorkloads("ray", config, target, image, self.code.get("maxtext"), self.dranet, child)
+            ray = RayWorkloadsArgs(
+                jobs.ray,
+                cluster_groups=config.tpu_slices if jobs.ray.enabled else (),
+                jobs=tuple((job, config.slice_group(job.slices)) for job in jobs.enabled_maxtext),
+                bucket_name=config.bucket_name,
+                service_account=config.storage.service_account,
+                dcn_nics=dcn_nic_count(config),
+                target=target,
+                image=self.images.refs["maxtext"],
+                code=self.code.get("maxtext"),
+                dranet=self.dranet,
+            )
+            self.ray = RayWorkloads("ray", ray, child)
         self.torch = None
         if jobs.enabled_fsdp:
             target = with_rdma.after(self.workload_namespace.service_account, *self.gpu_pools.pools.values())
-            self.torch = TorchWorkloads("torch", config, target, self.images.refs["fsdp"], self.code["fsdp"], child)
+            torch = TorchWorkloadsArgs(
+                tuple((job, config.gpu_pool(job.pool)) for job in jobs.enabled_fsdp),
+                bucket_name=config.bucket_name,
+                service_account=config.storage.service_account,
+                target=target,
+                image=self.images.refs["fsdp"],
+                code=self.code["fsdp"],
+            )
+            self.torch = TorchWorkloads("torch", torch, child)
         self.smoke = None
         if jobs.smoke.enabled:
-            nccl_image = self.images.refs["fsdp"] if config.nccl_smoke_on_trainer_image else jobs.smoke.nccl_image
-            self.smoke = SmokeWorkloads("smoke", config, with_rdma, nccl_image, child)
+            on_trainer_image = config.nccl_smoke_on_trainer_image
+            smoke = SmokeWorkloadsArgs(
+                jobs.smoke,
+                config.tpu_slices,
+                config.gpu_pools,
+                nccl_image=self.images.refs["fsdp"] if on_trainer_image else jobs.smoke.nccl_image,
+                on_trainer_image=on_trainer_image,
+                target=with_rdma,
+            )
+            self.smoke = SmokeWorkloads("smoke", smoke, child)
 
     def outputs(self) -> dict[str, object]:
         return {

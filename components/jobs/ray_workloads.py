@@ -8,12 +8,13 @@ group the job names; the trainer gets them as flags (workloads/maxtext/train.py)
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.jobs import MaxTextJobConfig
-from components.config.models import StackConfig, TpuSliceConfig
+from components.config.jobs import MaxTextJobConfig, RayClusterConfig
+from components.config.models import TpuSliceConfig
 from components.facts import maxtext
 from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
@@ -77,14 +78,28 @@ def maxtext_entrypoint(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
     return shlex.join(words)
 
 
+@dataclass(frozen=True)
+class RayWorkloadsArgs:
+    ray: RayClusterConfig  # the Ray cluster shape every RayCluster and RayJob shares
+    cluster_groups: tuple[TpuSliceConfig, ...]  # the standalone RayCluster's slice groups (none: no cluster)
+    jobs: tuple[tuple[MaxTextJobConfig, TpuSliceConfig], ...]  # each enabled MaxText job and its slice group
+    bucket_name: str  # mounted at /data through GCS FUSE
+    service_account: str  # the pods' Kubernetes service account (Workload Identity)
+    dcn_nics: int  # DRANET NICs a worker of a multislice group claims
+    target: WorkloadTarget
+    image: pulumi.Input[str]
+    code: WorkloadCode | None
+    dranet: Dranet | None
+
+
 class RayPods:
     """Builds the RayCluster spec (CRD camelCase) for worker groups over the stack's slice groups."""
 
-    def __init__(self, config: StackConfig, image: pulumi.Input[str], dranet: Dranet | None):
-        self._config = config
-        self._ray = config.jobs.ray
-        self._image = image
-        self._dranet = dranet
+    def __init__(self, args: RayWorkloadsArgs):
+        self._args = args
+        self._ray = args.ray
+        self._image = args.image
+        self._dranet = args.dranet
         self._code: WorkloadCode | None = None
 
     def cluster_spec(
@@ -108,7 +123,7 @@ class RayPods:
                 "csi": {
                     "driver": "gcsfuse.csi.storage.gke.io",
                     "volumeAttributes": {
-                        "bucketName": self._config.bucket_name,
+                        "bucketName": self._args.bucket_name,
                         "mountOptions": GCS_FUSE_MOUNT_OPTIONS,
                     },
                 },
@@ -125,7 +140,7 @@ class RayPods:
 
     def _pod(self, spec: dict) -> dict:
         base = {
-            "serviceAccountName": self._config.storage.service_account,
+            "serviceAccountName": self._args.service_account,
             **POD_TOKEN,
             "securityContext": pod_security(),
             "volumes": self._volumes(),
@@ -151,7 +166,7 @@ class RayPods:
         tpu = group.slice
         chips = str(tpu.chips_per_vm)
         ray = self._ray
-        claims = self._dranet is not None and nics_per_worker(self._config, group) > 0
+        claims = self._dranet is not None and nics_per_worker(self._args.dcn_nics, group) > 0
         container: dict = {
             "name": "ray-worker",
             "image": self._image,
@@ -192,7 +207,8 @@ class RayPods:
             ]
         libtpu = list(ray.libtpu_init_args)
         if claims:
-            libtpu.append(f"--megascale_grpc_interface_prefixes={','.join(megascale_interface_prefixes(self._config))}")
+            prefixes = ",".join(megascale_interface_prefixes(self._args.dcn_nics))
+            libtpu.append(f"--megascale_grpc_interface_prefixes={prefixes}")
         env += [
             {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
             {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
@@ -204,30 +220,22 @@ class RayPods:
 class RayWorkloads(pulumi.ComponentResource):
     """The optional standalone RayCluster and the enabled MaxText RayJobs."""
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        target: WorkloadTarget,
-        image: pulumi.Input[str],
-        code: WorkloadCode,
-        dranet: Dranet | None,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: RayWorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:RayWorkloads", name, None, opts)
-        self._config = config
+        self._args = args
+        target, dranet = args.target, args.dranet
         self._namespace = target.namespace_name
         self._queue_labels = target.queue_labels
-        self._code = code
-        self._pods = RayPods(config, image, dranet)
+        self._code = args.code
+        self._pods = RayPods(args)
         self._opts = (target.after(dranet.template) if dranet else target).options(self)
-        self.cluster = self._cluster() if config.jobs.ray.enabled and config.tpu_slices else None
-        self.jobs = {job.name: self._job(job, config.slice_group(job.slices)) for job in config.jobs.enabled_maxtext}
+        self.cluster = self._cluster() if args.cluster_groups else None
+        self.jobs = {job.name: self._job(job, group) for job, group in args.jobs}
         self.register_outputs({"rayJobs": list(self.jobs)})
 
     def _cluster(self) -> k8s.apiextensions.CustomResource:
-        ray = self._config.jobs.ray
-        groups = [(group, group.count, group.count, False) for group in self._config.tpu_slices]
+        ray = self._args.ray
+        groups = [(group, group.count, group.count, False) for group in self._args.cluster_groups]
         return k8s.apiextensions.CustomResource(
             f"raycluster-{ray.name}",
             api_version=API_VERSION,

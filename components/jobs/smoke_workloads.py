@@ -8,10 +8,13 @@ the script checks every rank's data and prints algorithm and bus bandwidth.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.models import GpuPoolConfig, StackConfig, TpuSliceConfig
+from components.config.jobs import SmokeConfig
+from components.config.models import GpuPoolConfig, TpuSliceConfig
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_LABEL, SKIP_AWAIT, TPU_RESOURCE
 from components.jobs.pod_security import TRAINER_UID, container_security, pod_security, snake
 from components.jobs.torch_workloads import (
@@ -90,26 +93,28 @@ def jax_check_command(expected_devices: int) -> list[str]:
     return ["python", "-c", check]
 
 
+@dataclass(frozen=True)
+class SmokeWorkloadsArgs:
+    smoke: SmokeConfig
+    tpu_slices: tuple[TpuSliceConfig, ...]  # a JAX check per slice
+    gpu_pools: tuple[GpuPoolConfig, ...]  # an NCCL all-gather per pool
+    nccl_image: pulumi.Input[str] | None  # the all-gather's image, the FSDP trainer's unless the stack names another
+    on_trainer_image: bool  # the all-gather runs the FSDP trainer's image (its uid, its driver check)
+    target: WorkloadTarget
+
+
 class SmokeWorkloads(pulumi.ComponentResource):
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        target: WorkloadTarget,
-        nccl_image: pulumi.Input[str] | None,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        """`nccl_image`: the all-gather's image, the FSDP trainer's unless the stack names another."""
+    def __init__(self, name: str, args: SmokeWorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:SmokeWorkloads", name, None, opts)
-        self._config = config
-        self._nccl_image = nccl_image
-        self._namespace = target.namespace_name
-        self._labels = target.queue_labels
-        self._opts = target.options(self)
-        self.jobs = [self._jax_job(group, pool) for group in config.tpu_slices for pool in group.pool_names]
-        if config.gpu_pools:
+        self._args = args
+        self._nccl_image = args.nccl_image
+        self._namespace = args.target.namespace_name
+        self._labels = args.target.queue_labels
+        self._opts = args.target.options(self)
+        self.jobs = [self._jax_job(group, pool) for group in args.tpu_slices for pool in group.pool_names]
+        if args.gpu_pools:
             script = self._script_config_map()
-            self.jobs += [self._nccl_job(pool, script) for pool in config.gpu_pools]
+            self.jobs += [self._nccl_job(pool, script) for pool in args.gpu_pools]
         self.register_outputs({"jobs": [job.metadata.name for job in self.jobs]})
 
     def _indexed_job(
@@ -146,7 +151,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
         chips = str(tpu.chips_per_vm)
         container = k8s.core.v1.ContainerArgs(
             name="jax",
-            image=self._config.jobs.smoke.jax_image,
+            image=self._args.smoke.jax_image,
             command=jax_check_command(tpu.chips),
             # 8471: TPU VMs talk to each other; 8431: the TPU runtime's metrics (the seed's ports).
             ports=[
@@ -178,7 +183,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
         )
 
     def _nccl_job(self, pool: GpuPoolConfig, script: k8s.core.v1.ConfigMap) -> k8s.batch.v1.Job:
-        smoke = self._config.jobs.smoke
+        smoke = self._args.smoke
         job_name = f"smoke-nccl-{pool.name}"
         gpus = str(pool.machine.gpus_per_vm)
         command = (
@@ -186,7 +191,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
             f"--rdzv_backend=c10d --rdzv_id={job_name} --rdzv_endpoint={job_name}-0.{job_name}:{RDZV_PORT} "
             f"{SCRIPT_DIR}/allgather.py"
         )
-        on_trainer_image = self._config.nccl_smoke_on_trainer_image
+        on_trainer_image = self._args.on_trainer_image
         if on_trainer_image:  # its driver check says first if the node cannot run the image
             command = f"{DRIVER_CHECK} && {command}"
         env = {**nccl_env(pool.machine.nccl_tuner_config), "SMOKE_MEGABYTES": str(smoke.nccl_megabytes)}

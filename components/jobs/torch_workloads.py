@@ -10,12 +10,13 @@ the DWS admission check.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.jobs import FsdpJobConfig
-from components.config.models import GpuPoolConfig, StackConfig
+from components.config.models import GpuPoolConfig
 from components.facts import huggingface
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
@@ -171,26 +172,28 @@ def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
     return {DEFAULT_INTERFACE_ANNOTATION: "eth0", INTERFACES_ANNOTATION: pod_interfaces(pool.machine)}
 
 
+@dataclass(frozen=True)
+class TorchWorkloadsArgs:
+    jobs: tuple[tuple[FsdpJobConfig, GpuPoolConfig], ...]  # each enabled FSDP job and its pool
+    bucket_name: str  # mounted at /data through GCS FUSE
+    service_account: str  # the pods' Kubernetes service account (Workload Identity)
+    target: WorkloadTarget
+    image: pulumi.Input[str]
+    code: WorkloadCode
+
+
 class TorchWorkloads(pulumi.ComponentResource):
     """One Service, one Job (and the Hugging Face token Secret) per enabled FSDP job."""
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        target: WorkloadTarget,
-        image: pulumi.Input[str],
-        code: WorkloadCode,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
+    def __init__(self, name: str, args: TorchWorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:TorchWorkloads", name, None, opts)
-        self._config = config
-        self._namespace = target.namespace_name
-        self._queue_labels = target.queue_labels
-        self._code = code
-        self._image = image
-        self._opts = target.options(self)
-        self.jobs = {job.name: self._fsdp_job(job, config.gpu_pool(job.pool)) for job in config.jobs.enabled_fsdp}
+        self._args = args
+        self._namespace = args.target.namespace_name
+        self._queue_labels = args.target.queue_labels
+        self._code = args.code
+        self._image = args.image
+        self._opts = args.target.options(self)
+        self.jobs = {job.name: self._fsdp_job(job, pool) for job, pool in args.jobs}
         self.register_outputs({"jobs": list(self.jobs)})
 
     def _fsdp_job(self, job: FsdpJobConfig, pool: GpuPoolConfig) -> k8s.batch.v1.Job:
@@ -248,14 +251,14 @@ class TorchWorkloads(pulumi.ComponentResource):
                 subdomain=job.name,
                 restart_policy="Never",  # what a podFailurePolicy needs; a restart is a new pod that resumes
                 termination_grace_period_seconds=job.grace_seconds,
-                service_account_name=self._config.storage.service_account,
+                service_account_name=self._args.service_account,
                 automount_service_account_token=False,
                 security_context=k8s.core.v1.PodSecurityContextArgs(**snake(pod_security())),
                 node_selector={GPU_ACCELERATOR_LABEL: pool.machine.accelerator},
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=[
                     *host_library_volumes(job.shm_size),
-                    gcs_fuse_volume(self._config.bucket_name, GCS_FUSE_MOUNT_OPTIONS),
+                    gcs_fuse_volume(self._args.bucket_name, GCS_FUSE_MOUNT_OPTIONS),
                     k8s.core.v1.VolumeArgs(
                         name="cache", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=job.cache_size)
                     ),

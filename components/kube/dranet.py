@@ -23,14 +23,14 @@ def dcn_nic_count(config: StackConfig) -> int:
     return len(config.network.dcn_ranges)
 
 
-def nics_per_worker(config: StackConfig, group: TpuSliceConfig) -> int:
-    """The DCN NICs each TPU worker of `group` claims: one per DCN VPC when the group spans slices, else none."""
-    return dcn_nic_count(config) if config.multislice and group.count > 1 else 0
+def nics_per_worker(dcn_nics: int, group: TpuSliceConfig) -> int:
+    """The DCN NICs each TPU worker of `group` claims: one per DCN VPC (`dcn_nics`) when the group spans slices."""
+    return dcn_nics if group.count > 1 else 0
 
 
-def megascale_interface_prefixes(config: StackConfig) -> list[str]:
+def megascale_interface_prefixes(dcn_nics: int) -> list[str]:
     """The claimed NICs (eth1..ethN) and loopback: where libtpu may open its cross-slice gRPC channels."""
-    return [f"eth{index + 1}" for index in range(dcn_nic_count(config))] + ["lo"]
+    return [f"eth{index + 1}" for index in range(dcn_nics)] + ["lo"]
 
 
 @dataclass(frozen=True)

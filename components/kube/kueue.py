@@ -30,7 +30,7 @@ from components.facts.gke import (
     TPU_RESOURCE,
 )
 from components.infra.cluster import SYSTEM_POOL_NAME
-from components.kube.dranet import nics_per_worker
+from components.kube.dranet import dcn_nic_count, nics_per_worker
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -116,7 +116,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
                 accelerator=TPU_RESOURCE,
                 accelerators_per_node=tpu.chips_per_vm,
                 flex_start=group.capacity.flex_start,
-                nics_per_node=nics_per_worker(config, group),
+                nics_per_node=nics_per_worker(dcn_nic_count(config), group),
             )
         )
     return flavors
