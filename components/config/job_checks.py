@@ -186,9 +186,10 @@ def _driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 f"trainyard:gpuPools[{index}].driverVersion",
                 pool.driver_version,
-                "is too old for " + ", and for ".join(f"{what}, which needs {low} or newer" for what, low in short)
+                "is too old for "
+                + ", and for ".join(f"{what}, which needs {low} or newer" for what, low in short)
                 + f" (allowed: {_newest(needs)} or newer)",
-            )  # fmt: skip
+            )
 
 
 def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:

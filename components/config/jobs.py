@@ -32,10 +32,18 @@ from workloads.fsdp.config import TrainConfig
 TRAINER_DEFAULTS = {option.name: option.default for option in dataclasses.fields(TrainConfig)}
 
 RemPolicy = Literal[
-    "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp",
-    "save_qkv_proj", "qkv_proj_offloaded", "custom", "minimal_offloaded", "save_out_proj", "full",
+    "minimal",
+    "save_dot_with_context_except_mlp",
+    "save_dot_except_mlpwi",
+    "save_dot_except_mlp",
+    "save_qkv_proj",
+    "qkv_proj_offloaded",
+    "custom",
+    "minimal_offloaded",
+    "save_out_proj",
+    "full",
     "minimal_with_context",
-]  # fmt: skip
+]
 
 
 class KueueConfig(ConfigModel):

@@ -111,9 +111,13 @@ def test_the_forecasts_architecture_counts_what_the_trainer_counts_on_a_real_mod
 
     config = eager_model.config
     architecture = ModelArchitecture(
-        config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.num_attention_heads,
-        config.num_key_value_heads, config.vocab_size,
-    )  # fmt: skip
+        config.hidden_size,
+        config.intermediate_size,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.num_key_value_heads,
+        config.vocab_size,
+    )
     assert architecture.matmul_params == FlopModel.from_model(eager_model, config).matmul_params
     assert architecture.params == sum(param.numel() for param in eager_model.parameters())
     train = TrainConfig(peft=True, peft_r=8, peft_dropout=0.0, peft_target_modules="q_proj,v_proj,down_proj")

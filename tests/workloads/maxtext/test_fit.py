@@ -41,8 +41,18 @@ def _verdict(run: subprocess.CompletedProcess) -> dict:
 
 
 def test_tiny_model_fits_one_v6e_4_slice(repo_root):
-    run = _fit(repo_root, *V6E_4, "--name", "tiny", "--json", "--", *TINY, "vocab_size=256",
-               "per_device_batch_size=2", "max_target_length=64")  # fmt: skip
+    run = _fit(
+        repo_root,
+        *V6E_4,
+        "--name",
+        "tiny",
+        "--json",
+        "--",
+        *TINY,
+        "vocab_size=256",
+        "per_device_batch_size=2",
+        "max_target_length=64",
+    )
     assert run.returncode == fit.EXIT_FITS, run.stderr[-3000:]
     verdict = _verdict(run)
     assert verdict["fits"] and verdict["target"] == "v6e-4"
@@ -53,8 +63,18 @@ def test_tiny_model_fits_one_v6e_4_slice(repo_root):
 
 def test_job_beyond_hbm_is_refused_by_the_compiler_with_non_zero_exit(repo_root):
     # 64 sequences of 8192 tokens over a 131072-token vocabulary: the logits alone need ~130 GB per chip.
-    run = _fit(repo_root, *V6E_4, "--name", "huge", "--json", "--", *TINY, "vocab_size=131072",
-               "per_device_batch_size=64", "max_target_length=8192")  # fmt: skip
+    run = _fit(
+        repo_root,
+        *V6E_4,
+        "--name",
+        "huge",
+        "--json",
+        "--",
+        *TINY,
+        "vocab_size=131072",
+        "per_device_batch_size=64",
+        "max_target_length=8192",
+    )
     assert run.returncode == fit.EXIT_DOES_NOT_FIT, run.stderr[-3000:]
     verdict = _verdict(run)
     assert not verdict["fits"]
@@ -63,8 +83,19 @@ def test_job_beyond_hbm_is_refused_by_the_compiler_with_non_zero_exit(repo_root)
 
 
 def test_compiled_need_above_the_given_hbm_does_not_fit(capsys):
-    exit_code = fit.main([*V6E_4, "--hbm-bytes-per-chip", "1000", "--json", "--", *TINY, "vocab_size=256",
-                          "per_device_batch_size=2", "max_target_length=64"])  # fmt: skip
+    exit_code = fit.main(
+        [
+            *V6E_4,
+            "--hbm-bytes-per-chip",
+            "1000",
+            "--json",
+            "--",
+            *TINY,
+            "vocab_size=256",
+            "per_device_batch_size=2",
+            "max_target_length=64",
+        ]
+    )
     assert exit_code == fit.EXIT_DOES_NOT_FIT
     verdict = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert verdict["needed_bytes"] > verdict["available_bytes"] == 1000

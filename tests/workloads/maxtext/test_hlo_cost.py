@@ -37,9 +37,13 @@ def v6e_4_mesh():
     from jax.sharding import Mesh
 
     topology = topologies.get_topology_desc(
-        platform="tpu", topology_name="v6e:2x2", chip_config_name="default",
-        chips_per_host_bounds=(2, 2, 1), num_slices=1, wrap=(False, False, False),
-    )  # fmt: skip
+        platform="tpu",
+        topology_name="v6e:2x2",
+        chip_config_name="default",
+        chips_per_host_bounds=(2, 2, 1),
+        num_slices=1,
+        wrap=(False, False, False),
+    )
     assert len(topology.devices) == 4 and jax.devices()[0].platform == "cpu"
     return Mesh(np.array(topology.devices), ("x",))
 

@@ -21,14 +21,26 @@ pytestmark = pytest.mark.slow
 
 def _run_local(repo_root: Path, storage: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "workloads.maxtext.local", "--workers", "2", "--steps", str(STEPS),
-         "--checkpoint-period", str(CHECKPOINT_PERIOD), "--storage-path", str(storage), *flags],
+        [
+            sys.executable,
+            "-m",
+            "workloads.maxtext.local",
+            "--workers",
+            "2",
+            "--steps",
+            str(STEPS),
+            "--checkpoint-period",
+            str(CHECKPOINT_PERIOD),
+            "--storage-path",
+            str(storage),
+            *flags,
+        ],
         check=False,
         cwd=repo_root,
         capture_output=True,
         text=True,
         timeout=600,
-    )  # fmt: skip
+    )
 
 
 def _losses_by_worker(output: str) -> dict[int, dict[int, float]]:
