@@ -1,4 +1,11 @@
-"""Read a project's Pulumi.yaml and Pulumi.<stack>.yaml the way the CLI hands them to a program."""
+"""Read a project's Pulumi.yaml and Pulumi.<stack>.yaml the way the CLI hands them to a program.
+
+The Pulumi CLI reads them with Go's YAML (gopkg.in/yaml.v3): YAML 1.2 core rules, so `yes` and `on` are strings
+and `2:00:00` is not a number, and a key given twice is an error. PyYAML reads YAML 1.1 and keeps the last of
+two keys, so preflight reads stack files with ruamel.yaml's YAML 1.2 loader, which refuses duplicates too
+(docs/architecture.md: stack files). Aliases are shared, not copied, when loaded; a file whose aliases would
+expand past MAX_EXPANDED_NODES values (a "billion laughs" file) is refused before anything walks it.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from preflight.engine.mocks import SECRET_PLACEHOLDER
+
+# Far above any real stack file (the dev stack's config is a few hundred values), far below what hangs a run.
+MAX_EXPANDED_NODES = 100_000
 
 
 class StackFileError(Exception):
@@ -35,16 +47,44 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.MarkedYAMLError as error:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8")) or {}
+    except DuplicateKeyError as error:
+        raise StackFileError(_duplicate_key(path, error)) from None
+    except MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
         raise StackFileError(f"{where}: {error.problem or error.context} (not valid YAML)") from None
-    except yaml.YAMLError as error:
+    except YAMLError as error:
         raise StackFileError(f"{path.name}: {error} (not valid YAML)") from None
     if not isinstance(data, dict):
         raise StackFileError(f"{path} is not a YAML mapping")
+    if _expanded_nodes(data) > MAX_EXPANDED_NODES:
+        raise StackFileError(
+            f"{path.name}: its aliases expand to more than {MAX_EXPANDED_NODES:,} values (allowed: a stack file "
+            "without alias bombs)"
+        )
     return data
+
+
+def _duplicate_key(path: Path, error: DuplicateKeyError) -> str:
+    mark, first = error.problem_mark, error.context_mark
+    key = str(error.problem).split('"')[1] if '"' in str(error.problem) else "?"
+    where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
+    before = f" (in the mapping at line {first.line + 1})" if first else ""
+    return f'{where}: duplicate key "{key}"{before}: the Pulumi CLI refuses it (allowed: each key once)'
+
+
+def _expanded_nodes(data: Any) -> int:
+    """How many values the document holds with every alias expanded, counting no further than the limit."""
+    count, pending = 0, [data]
+    while pending and count <= MAX_EXPANDED_NODES:
+        value = pending.pop()
+        count += 1
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return count
 
 
 def _engine_text(value: Any) -> str:

@@ -243,3 +243,12 @@ def test_slow_steps_say_what_they_do_on_stderr(capsys):
     with progress("slow"):
         time.sleep(1.3)
     assert capsys.readouterr().err == "preflight: slow…\n"
+
+
+def test_a_key_given_twice_exits_2_in_one_line_as_the_cli_would_refuse_it(project_copy):
+    zones = "  trainyard:zone: us-east5-b\n  trainyard:zone: us-east5-c\n"
+    (project_copy / "Pulumi.twice.yaml").write_text("config:\n  gcp:project: x\n  gcp:region: us-east5\n" + zones)
+    result = run_preflight("--stack", "twice", cwd=project_copy)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert 'Pulumi.twice.yaml:5:3: duplicate key "trainyard:zone" (in the mapping at line 2)' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2

@@ -1,0 +1,60 @@
+"""Stack files read as the Pulumi CLI reads them: YAML 1.2 core, a key given twice refused, alias bombs bounded."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from preflight.engine.stack_files import MAX_EXPANDED_NODES, StackFileError, read_stack_files
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text("name: trainyard\nruntime: python\n")
+    return tmp_path
+
+
+def read(project: Path, text: str) -> dict[str, str]:
+    (project / "Pulumi.s.yaml").write_text(text)
+    return read_stack_files(project, "s").config
+
+
+def test_values_are_what_yaml_1_2_makes_of_them_as_the_cli_hands_them_over(project):
+    # PyYAML (YAML 1.1) would make 7200 and True of these; Go's yaml.v3 in the CLI keeps the strings.
+    config = read(
+        project, "config:\n  trainyard:a: 2:00:00\n  trainyard:b: yes\n  trainyard:c: on\n  trainyard:d: 12\n"
+    )
+    assert config == {"trainyard:a": "2:00:00", "trainyard:b": "yes", "trainyard:c": "on", "trainyard:d": "12"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        ("config:\n  trainyard:zone: a\n  trainyard:zone: b\n", "Pulumi.s.yaml:3:3", "trainyard:zone"),
+        (
+            "config:\n  trainyard:tpuSlices:\n    - name: v6e\n      count: 2\n      count: 20\n",
+            "Pulumi.s.yaml:5:7",
+            "count",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_file_line_and_key(project, text, where, key):
+    with pytest.raises(StackFileError) as refused:
+        read(project, text)
+    assert str(refused.value).startswith(f'{where}: duplicate key "{key}" (in the mapping at line ')
+
+
+def test_an_alias_bomb_is_refused_in_well_under_a_second(project):
+    levels = ["  l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10**9 values
+    start = time.perf_counter()
+    with pytest.raises(StackFileError, match=f"expand to more than {MAX_EXPANDED_NODES:,} values"):
+        read(project, "config:\n" + "\n".join(levels) + "\n")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_an_alias_used_a_few_times_is_fine(project):
+    text = "config:\n  trainyard:a: &shared {x: 1}\n  trainyard:b: *shared\n"
+    assert read(project, text) == {"trainyard:a": '{"x": 1}', "trainyard:b": '{"x": 1}'}
