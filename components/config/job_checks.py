@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.config.jobs import MaxTextJobConfig
+from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfig, trainer_argv, trainer_refusal
 from components.config.models import GpuPoolConfig, StackConfig
-from components.config.problem import ConfigProblem, reason
+from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gpu_software, maxtext, topology
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     groups = {group.name: group for group in config.tpu_slices}
     pools = {pool.name: pool for pool in config.gpu_pools}
-    # Jobs switched off are parked: they are checked against the slices and pools when switched on.
+    # A token in an argument sits in clear text in the stack file, parked job or not.
+    for index, job in enumerate(config.jobs.maxtext):
+        yield from _secret_problems(f"trainyard:jobs.maxtext[{index}].extraArgs", job.extra_args, MAXTEXT_SECRET_ROUTE)
+    for index, job in enumerate(config.jobs.fsdp):
+        yield from _secret_problems(f"trainyard:jobs.fsdp[{index}].args", job.args, FSDP_SECRET_ROUTE)
+    # Jobs switched off are parked: they are checked against the slices and pools, and their arguments against
+    # the trainer, when switched on.
     for index, job in enumerate(config.jobs.maxtext):
         if not job.enabled:
             continue
         path = f"trainyard:jobs.maxtext[{index}]"
+        extra_args = {key: value for key, value in job.extra_args.items() if not is_secret_argument(key, value)}
+        yield from _set_by_trainyard_problems(path, job, extra_args)
         group = groups.get(job.slices)
         if group is None:
             yield ConfigProblem(
@@ -34,17 +44,18 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         except topology.TopologyError:
             continue  # reported against the slice group
         axis_problems = [*_axis_problems(f"{path}.ici", job.ici), *_axis_problems(f"{path}.dcn", job.dcn)]
-        axis_problems += _mesh_in_extra_args_problems(path, job.extra_args)
+        axis_problems += _mesh_in_extra_args_problems(path, extra_args)
         yield from axis_problems
         if range_problems or axis_problems:
             continue
         job_range = maxtext.job_slice_range(group.count, job.min_slices, job.max_slices)
-        for kind, message in maxtext.mesh_errors(job.ici, job.dcn, job.extra_args, chips, job_range).items():
+        for kind, message in maxtext.mesh_errors(job.ici, job.dcn, extra_args, chips, job_range).items():
             yield ConfigProblem(f"{path}.{kind}", getattr(job, kind), f"cannot run: {message}")
     for index, job in enumerate(config.jobs.fsdp):
         if not job.enabled:
             continue
         path = f"trainyard:jobs.fsdp[{index}]"
+        yield from _trainer_args_problems(f"{path}.args", job)
         pool = pools.get(job.pool)
         if pool is None:
             yield ConfigProblem(
@@ -94,6 +105,137 @@ def _mesh_in_extra_args_problems(path: str, extra_args: dict[str, str]) -> list[
                 )
             )
     return problems
+
+
+def _set_by_trainyard_problems(
+    path: str, job: MaxTextJobConfig, extra_args: Mapping[str, str]
+) -> Iterator[ConfigProblem]:
+    """An argument trainyard sets from the job's own keys would be overridden by extraArgs (they come last), while
+    the checks, the forecast and the RayJob read the key: each argument has one place, and that is the key."""
+    fields = type(job).model_fields
+    for key in job.own_arguments(""):
+        if key not in extra_args:
+            continue
+        if key in fields:
+            allowed = f"use {path}.{fields[key].alias}"
+        else:  # base_output_directory: the stack's bucket, mounted on every pod
+            allowed = f"none; each run writes to the stack's bucket, in a folder named by {path}.runName"
+        yield ConfigProblem(f"{path}.extraArgs.{key}", extra_args[key], f"is set by trainyard (allowed: {allowed})")
+
+
+# Tokens as their issuers print them: Hugging Face's (hf_ and 34 letters or digits), GitHub's, Google API keys.
+SECRET_VALUE = re.compile(r"(?<![A-Za-z0-9])(hf_|gh[pousr]_|github_pat_|AIza)[A-Za-z0-9_-]{20,}")
+# A key whose last word names a secret: hf_access_token, hub-token, api_secret, password (not tokenizer-id, and
+# not MaxText's num_moe_token_chunks, which only count tokens).
+SECRET_WORDS = {"token", "secret", "password", "passwd", "credential", "credentials", "apikey"}
+FSDP_SECRET_ROUTE = (
+    "a Hugging Face token reaches the trainer only through a Kubernetes Secret: set hfTokenKey and "
+    "`pulumi config set --secret huggingface:token hf_...`"
+)
+MAXTEXT_SECRET_ROUTE = (
+    "none; tokens reach pods only through Kubernetes Secrets, as an FSDP job's hfTokenKey, and MaxText jobs take none"
+)
+
+
+def _names_a_secret(key: str) -> bool:
+    words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower())
+    return bool(words) and (words[-1] in SECRET_WORDS or words[-2:] == ["api", "key"])
+
+
+def masked(value: str) -> str:
+    """The value with each token cut to its issuer's prefix ("hf_…"); all of it when only the key says secret."""
+    shown = SECRET_VALUE.sub(lambda match: match.group(1) + "…", value)
+    return shown if shown != value else "…"
+
+
+def is_secret_argument(key: str, value: str) -> bool:
+    return bool(SECRET_VALUE.search(value) or (value and _names_a_secret(key)))
+
+
+def _secret_problems(path: str, arguments: Mapping[str, str], route: str) -> Iterator[ConfigProblem]:
+    """A token in a trainer argument would sit in clear text in the stack file, Pulumi's state and the pod spec."""
+    for key, value in arguments.items():
+        if is_secret_argument(key, value):
+            yield ConfigProblem(
+                f"{path}.{key}",
+                masked(value),
+                f"is a secret in clear text, in the stack file, the state and the pod spec (allowed: {route})",
+            )
+
+
+# torch_workloads names a folder per revision; the trainer takes any path as --output-dir.
+_ANY_OUTPUT_DIR = "/data/fsdp"
+# How the trainer words a refusal (workloads/fsdp/config.py): `--flag='value' is not valid: expected ...` or
+# `--flag / ENV = value is not allowed: ...`; argparse's: `argument --flag/--alias: expected one argument`.
+_TRAINER_REFUSAL = re.compile(
+    r"^--(?P<flag>[a-z0-9-]+)(?: / \w+ = |=)(?P<value>.*?) is not (?P<verdict>valid|allowed): (?P<allowed>.*)$"
+)
+_ARGPARSE_REFUSAL = re.compile(r"^argument --(?P<flag>[a-z0-9-]+)\S*: (?P<words>.*)$")
+
+
+def _trainer_flag_problem(path: str, key: str, value: str, seen: dict[str, str]) -> ConfigProblem | None:
+    """A key that is not exactly one of the trainer's flags (argparse would take an abbreviation, which nothing
+    else here reads), or a second name of a flag given already (--peft, --lora)."""
+    field = TRAINER_FLAGS.get(key)
+    if field is None:
+        close = difflib.get_close_matches(key, sorted(TRAINER_FLAGS), n=3, cutoff=0.6)
+        allowed = (
+            f"{', '.join(close)} or another flag of `python -m workloads.fsdp.train --help`"
+            if close
+            else ", ".join(TRAINER_FLAGS)
+        )
+        return ConfigProblem(f"{path}.{key}", value, f"is not a flag of the FSDP trainer (allowed: {allowed})")
+    if field in seen:
+        return ConfigProblem(
+            f"{path}.{key}", value, f"sets the trainer's {field}, as {path}.{seen[field]} does (allowed: one of them)"
+        )
+    seen[field] = key
+    return None
+
+
+def _trainer_words(refusal: str) -> tuple[str | None, str]:
+    """(the flag the trainer's refusal names, what it says in this config's words)."""
+    if match := _TRAINER_REFUSAL.match(refusal):
+        allowed = match["allowed"]
+        for lead in ("expected ", "choose ", "must be "):
+            allowed = allowed.removeprefix(lead)
+        allowed = re.sub(r"\ba (?=[aeiou])", "an ", allowed)  # the trainer's "a int"
+        verdict = "is not valid for" if match["verdict"] == "valid" else "is not allowed by"
+        return match["flag"], f"{verdict} the FSDP trainer (allowed: {allowed})"
+    if match := _ARGPARSE_REFUSAL.match(refusal):
+        words = match["words"]
+        if words == "expected one argument":  # argparse read the value as a flag
+            words += " (allowed: a value that does not start with '-', or a plain negative number)"
+        return match["flag"], f"is refused by the FSDP trainer's parser: {words}"
+    return None, f"is refused by the FSDP trainer: {refusal}"
+
+
+def _trainer_args_problems(path: str, job: FsdpJobConfig) -> Iterator[ConfigProblem]:
+    """The trainer's own parser and rules (workloads/fsdp/config.py) on the flags trainyard would give it. Each
+    refusal names one flag; the rest are parsed again without it, so every bad flag is reported at once."""
+    remaining: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, value in job.args.items():
+        if is_secret_argument(key, value):
+            continue  # reported as a secret, and never shown
+        if problem := _trainer_flag_problem(path, key, value, seen):
+            yield problem
+        else:
+            remaining[key] = value
+    reported: set[str | None] = set()
+    while (refusal := trainer_refusal(trainer_argv(_ANY_OUTPUT_DIR, remaining))) is not None:
+        flag, words = _trainer_words(refusal)
+        field = TRAINER_FLAGS.get(flag or "")
+        if field in reported:
+            return  # the same rule again, now on the trainer's default: said already
+        reported.add(field)
+        key = next((key for key in remaining if TRAINER_FLAGS[key] == field), None)
+        if key is None:  # the trainer's default for an unset flag, refused beside the flags given
+            match = _TRAINER_REFUSAL.match(refusal)
+            default = f"its default {match['value']}" if match else "its default"
+            yield ConfigProblem(f"{path}.{flag or '?'}", UNSET, f"is unset, and {default} {words}")
+            return
+        yield ConfigProblem(f"{path}.{key}", remaining.pop(key), words)
 
 
 def _axis_problems(path: str, sizes: dict[str, int]) -> Iterator[ConfigProblem]:

@@ -8,7 +8,10 @@ from here: a job names the slice group or GPU pool it runs on.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -26,10 +29,41 @@ from components.config.base import (
     PinnedImage,
 )
 from components.facts.huggingface import known_gated
-from workloads.fsdp.config import TrainConfig
+from workloads.fsdp.config import ConfigError as TrainerConfigError
+from workloads.fsdp.config import TrainConfig, flag_name, parse_config
 
 # What the FSDP trainer does when a flag is not given (workloads/fsdp/config.py, the trainer's one definition).
 TRAINER_DEFAULTS = {option.name: option.default for option in dataclasses.fields(TrainConfig)}
+# The trainer's flags without the leading dashes, each field's own and its alias, as its parser names them.
+TRAINER_FLAGS = {
+    name: option.name
+    for option in dataclasses.fields(TrainConfig)
+    for name in (flag_name(option).removeprefix("--"), option.metadata.get("alias"))
+    if name
+}
+
+
+def trainer_argv(output_dir: str, args: Mapping[str, str]) -> list[str]:
+    """The FSDP trainer's flags as torchrun passes them (components/jobs/torch_workloads.py): trainyard's output
+    folder (args may name another), then a job's args, each as `--flag value`."""
+    flags = {"output-dir": output_dir, **args}
+    return [word for key, value in flags.items() for word in (f"--{key}", value)]
+
+
+def trainer_refusal(argv: Sequence[str]) -> str | None:
+    """Why the FSDP trainer would refuse `argv`, in its own words, or None: its own parse_config (flags, then its
+    rules) with no environment; argparse's error line instead of its usage and exit."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(printed):
+            parse_config(argv, environ={})
+    except TrainerConfigError as error:
+        return str(error)
+    except SystemExit:
+        lines = printed.getvalue().strip().splitlines() or ["argparse stopped"]
+        return lines[-1].partition("error: ")[2] or lines[-1]
+    return None
+
 
 RemPolicy = Literal[
     "minimal",
@@ -144,11 +178,28 @@ class MaxTextJobConfig(ConfigModel):
     checkpoint_period: Int = Field(20, ge=1)
     """MaxText checkpoint_period: steps between checkpoints, the most a restart loses."""
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
-    """Further MaxText key=value arguments (mesh sizes go in ici/dcn)."""
+    """Further MaxText key=value arguments: none that trainyard sets from the keys above (model_name, steps,
+    run_name, checkpoint_period...; mesh sizes go in ici/dcn) and no tokens."""
 
     @property
     def elastic(self) -> bool:
         return self.min_slices is not None or self.max_slices is not None
+
+    def own_arguments(self, output_dir: str) -> dict[str, object]:
+        """The MaxText arguments trainyard sets from the job's own keys (each named as its field, but the output
+        folder) in the entrypoint's order; None where a key is unset and MaxText keeps its default. The mesh sizes
+        follow them, then extraArgs, which may repeat none of them (components/jobs/ray_workloads.py)."""
+        return {
+            "model_name": self.model_name,
+            "steps": self.steps,
+            "per_device_batch_size": f"{self.per_device_batch_size:g}",
+            "max_target_length": self.max_target_length,
+            "dataset_type": self.dataset_type,
+            "run_name": self.effective_run_name,
+            "base_output_directory": output_dir,
+            "checkpoint_period": self.checkpoint_period,
+            "remat_policy": self.remat_policy,
+        }
 
     @property
     def effective_run_name(self) -> str:
@@ -168,7 +219,8 @@ class FsdpJobConfig(ConfigModel):
     """Nodes (one torchrun pod each); at most the pool's maxNodes."""
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.
     args: dict[str, str] = Field(default_factory=dict)
-    """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}."""
+    """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}, checked by the
+    trainer's own parser when the stack loads; no tokens (hfTokenKey carries the Hugging Face token)."""
     max_run_duration_seconds: Int = Field(7200, ge=60)
     """How long DWS keeps the nodes (provreq maxRunDurationSeconds)."""
     restarts: Int = Field(3, ge=0)

@@ -1,6 +1,7 @@
 """The Hugging Face token: set as a Pulumi secret, and set wherever a job downloads a gated repository.
 
-A token in clear text is refused everywhere (it would sit unencrypted in the stack file and the state). A
+A token in clear text is refused everywhere (it would sit unencrypted in the stack file and the state); one
+written into a trainer argument (FSDP args, MaxText extraArgs) already when the stack loads (job_checks). A
 gated job without a token stops `pulumi up` before any resource exists (its pods could only fail on the
 cluster); a preview (and preflight, which never holds a shipped stack's secrets) shows the same line as a
 warning.

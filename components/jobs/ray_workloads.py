@@ -46,18 +46,7 @@ def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]
 
 
 def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
-    values: dict[str, object] = {
-        "model_name": job.model_name,
-        "steps": job.steps,
-        "per_device_batch_size": f"{job.per_device_batch_size:g}",
-        "max_target_length": job.max_target_length,
-        "dataset_type": job.dataset_type,
-        "run_name": job.effective_run_name,
-        "base_output_directory": OUTPUT_DIR,
-        "checkpoint_period": job.checkpoint_period,
-    }
-    if job.remat_policy:
-        values["remat_policy"] = job.remat_policy
+    values = {key: value for key, value in job.own_arguments(OUTPUT_DIR).items() if value is not None}
     values.update(maxtext.parallelism_arguments(job.ici, job.dcn, group.slice.chips, slice_range(job, group)))
     values.update(job.extra_args)
     return [f"{key}={value}" for key, value in values.items()]

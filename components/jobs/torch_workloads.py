@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.jobs import FsdpJobConfig
+from components.config.jobs import FsdpJobConfig, trainer_argv
 from components.config.models import GpuPoolConfig
 from components.facts import huggingface
 from components.facts.gke import (
@@ -99,8 +99,7 @@ JOB_NAME_ENV = "JOB_NAME"
 
 def trainer_args(job: FsdpJobConfig) -> list[str]:
     """Each revision writes (and, restarted, resumes) in its own folder of the job's."""
-    args = {"output-dir": f"{DATA_MOUNT}/fsdp/{job.name}/${JOB_NAME_ENV}", **job.args}
-    return [word for key, value in args.items() for word in (f"--{key}", value)]
+    return trainer_argv(f"{DATA_MOUNT}/fsdp/{job.name}/${JOB_NAME_ENV}", job.args)
 
 
 def _shell_word(word: str) -> str:

@@ -335,4 +335,115 @@ BAD_CONFIGS = [
         "",
         "not a known key (allowed: gcp:project, gcp:region, trainyard:zone",
     ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "max-seq-length", "abc"),
+        "trainyard:jobs.fsdp[0].args.max-seq-length",
+        '"abc"',
+        "is not valid for the FSDP trainer (allowed: an int)",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "attn-implementation", "fast"),
+        "trainyard:jobs.fsdp[0].args.attn-implementation",
+        '"fast"',
+        "is not valid for the FSDP trainer (allowed: one of auto, flash_attention_2, sdpa, eager)",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "max-seq-length", "0"),
+        "trainyard:jobs.fsdp[0].args.max-seq-length",
+        '"0"',
+        "is not allowed by the FSDP trainer (allowed: > 0)",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "num-train-epochs", "0"),
+        "trainyard:jobs.fsdp[0].args.max-steps",
+        "",
+        "is unset, and its default 0 is not allowed by the FSDP trainer (allowed: set --max-steps or --num-train",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "max-seq", "512"),
+        "trainyard:jobs.fsdp[0].args.max-seq",
+        '"512"',
+        "is not a flag of the FSDP trainer (allowed: max-steps, max-seq-length or another flag of",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", {"peft": "true", "lora": "false"}),
+        "trainyard:jobs.fsdp[0].args.lora",
+        '"false"',
+        "sets the trainer's peft, as trainyard:jobs.fsdp[0].args.peft does (allowed: one of them)",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "model-id", "-x"),
+        "trainyard:jobs.fsdp[0].args.model-id",
+        '"-x"',
+        "is refused by the FSDP trainer's parser: expected one argument (allowed: a value that does not start",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "hub-token", "plain-words"),
+        "trainyard:jobs.fsdp[0].args.hub-token",
+        '"…"',
+        (
+            "is a secret in clear text, in the stack file, the state and the pod spec (allowed: a Hugging Face token "
+            "reaches the trainer only through a Kubernetes Secret: set hfTokenKey"
+        ),
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "args", "tokenizer-id", "hf_" + "AbCdEfGhIj" * 3 + "1234"),
+        "trainyard:jobs.fsdp[0].args.tokenizer-id",
+        '"hf_…"',
+        "is a secret in clear text",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"steps": "500"}),
+        "trainyard:jobs.maxtext[0].extraArgs.steps",
+        '"500"',
+        "is set by trainyard (allowed: use trainyard:jobs.maxtext[0].steps)",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"run_name": "mine"}),
+        "trainyard:jobs.maxtext[0].extraArgs.run_name",
+        '"mine"',
+        "is set by trainyard (allowed: use trainyard:jobs.maxtext[0].runName)",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"checkpoint_period": "5"}),
+        "trainyard:jobs.maxtext[0].extraArgs.checkpoint_period",
+        '"5"',
+        "is set by trainyard (allowed: use trainyard:jobs.maxtext[0].checkpointPeriod)",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"model_name": "llama3-70b"}),
+        "trainyard:jobs.maxtext[0].extraArgs.model_name",
+        '"llama3-70b"',
+        "is set by trainyard (allowed: use trainyard:jobs.maxtext[0].modelName)",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"remat_policy": "full"}),
+        "trainyard:jobs.maxtext[0].extraArgs.remat_policy",
+        '"full"',
+        "is set by trainyard (allowed: use trainyard:jobs.maxtext[0].rematPolicy)",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"base_output_directory": "gs://elsewhere"}),
+        "trainyard:jobs.maxtext[0].extraArgs.base_output_directory",
+        '"gs://elsewhere"',
+        (
+            "is set by trainyard (allowed: none; each run writes to the stack's bucket, in a folder named by "
+            "trainyard:jobs.maxtext[0].runName)"
+        ),
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"hf_access_token": "not-even-a-token"}),
+        "trainyard:jobs.maxtext[0].extraArgs.hf_access_token",
+        '"…"',
+        (
+            "is a secret in clear text, in the stack file, the state and the pod spec (allowed: none; tokens reach "
+            "pods only through Kubernetes Secrets"
+        ),
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 1, "extraArgs", {"dataset_path": "gs://x/hf_" + "q" * 30}),
+        "trainyard:jobs.maxtext[1].extraArgs.dataset_path",
+        '"gs://x/hf_…"',
+        "is a secret in clear text",
+    ),
 ]
