@@ -21,11 +21,12 @@ from typing import Any, TextIO
 
 from components.config.job_checks import driver_summary
 from components.config.load import ConfigError, load_stack_config
+from components.config.tokens import TokenError
 from components.facts import cost
 from preflight.checks import policy_runner, provider_inputs
 from preflight.checks.admission import Admission, AdmissionProblem, check_admission, workload_config_keys
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.checks.kube_schemas import SchemaCheck, check_manifests
+from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
 from preflight.checks.placement import PlacementProblem, check_placement
 from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
 from preflight.engine.plan import Plan, plan_stack
@@ -228,8 +229,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         with progress("checking schemas, provider inputs, placement, policies and cost"):
             verdict = check(plan, pack_config, args.strict_schemas)
-    except (ConfigError, StackFileError, policy_runner.PackConfigError) as error:
+    except (ConfigError, StackFileError, TokenError, policy_runner.PackConfigError) as error:
         print(f"preflight: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except UnsupportedKubernetesVersion as error:
+        # The schemas preflight checks objects against bound the versions it can vouch for.
+        print(
+            f"preflight: invalid stack config for {args.stack!r}:\ntrainyard:cluster.version: {error}", file=sys.stderr
+        )
         return EXIT_INVALID_CONFIG
     print_report(plan, verdict)
     if args.json:

@@ -67,9 +67,14 @@ def new_servicer() -> PolicyAnalyzerServicer:
 def load_pack_config(path: Path) -> dict[str, Any]:
     """A --policy-pack-config JSON file."""
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+        config = json.loads(path.read_text())
+    except OSError as error:
+        raise PackConfigError(f"{path}: cannot be read ({error.strerror}) (allowed: a JSON file)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise PackConfigError(f"{path}: not valid JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise PackConfigError(f"{path}: is a JSON {type(config).__name__} (allowed: an object of policy names)")
+    return config
 
 
 def pack_config_for_stack(stack: str, root: Path = ROOT) -> dict[str, Any]:

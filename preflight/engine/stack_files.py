@@ -99,7 +99,11 @@ def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
     name = project.get("name")
     config: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in (stack_file.get("config") or {}).items():
+    values = stack_file.get("config") or {}
+    if not isinstance(values, dict):
+        kind = "list" if isinstance(values, list) else type(values).__name__
+        raise StackFileError(f"Pulumi.{stack}.yaml: config is a {kind} (allowed: a mapping of keys to values)")
+    for key, value in values.items():
         full_key = key if ":" in key else f"{name}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
             # Encrypted values cannot be read offline; the program sees a placeholder.

@@ -125,7 +125,10 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
     )
     hardware = pool_hardware(pool)
-    node_hour, price = prices.node_hour(pool.machine_type, config.region, Capacity(pool.capacity).price_column)
+    try:
+        node_hour, price = prices.node_hour(pool.machine_type, config.region, Capacity(pool.capacity).price_column)
+    except cost.PriceError as error:
+        return NoForecast(job.name, f"{error}: nothing to price it by (components/facts/prices.yaml)")
     return FsdpJobForecast(
         job=job.name,
         model=train.model_id,

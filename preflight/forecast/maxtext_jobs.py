@@ -77,7 +77,10 @@ def job_forecast(
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     group = config.slice_group(job.slices)
     tpu, slices = group.slice, int(verdict["slices"])
-    node_hour, price = prices.node_hour(tpu.machine_type, config.region, Capacity(group.capacity).price_column)
+    try:
+        node_hour, price = prices.node_hour(tpu.machine_type, config.region, Capacity(group.capacity).price_column)
+    except cost.PriceError as error:
+        return NoForecast(job.name, f"{error}: nothing to price it by (components/facts/prices.yaml)")
     return MaxTextJobForecast(
         job=job.name,
         model=job.model_name,
