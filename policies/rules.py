@@ -8,8 +8,8 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   allowed-regions           {"allowedRegions": ["us-east5", ...]}      empty list: any region
   tpu-queued-provisioning   {"allowTpuQueuedProvisioning": true}
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
-  cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}
-  runs-within-budget        {"maxUsdPerRun": 1000, "forecast": [...]}  forecast: preflight's, see stack_rules
+  cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}  default 1000 USD/h
+  runs-within-budget        {"maxUsdPerRun": 1000, "forecast": [...]}  default 2000 USD; forecast: preflight's
   privileged-only-where-allowed {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
   host-access-only-where-allowed {"allowedHostAccess": ["kube-system/nccl-rdma-installer"]}
 """
@@ -111,16 +111,26 @@ BUDGET_CONFIG = PolicyConfigSchema(
         "maxUsdPerHour": {
             "type": "number",
             "exclusiveMinimum": 0,
-            "description": "Budget in USD per hour for the stack at maximum scale; unset: no budget.",
+            "default": stack_rules.DEFAULT_MAX_USD_PER_HOUR,
+            "description": (
+                "Budget in USD per hour for the stack at maximum scale "
+                f"(default {stack_rules.DEFAULT_MAX_USD_PER_HOUR:,.0f}; raise it for a bigger fleet)."
+            ),
         }
     }
 )
+# maxUsdPerRun has no schema default on purpose: the CLI and preflight fill schema defaults in, and the rule
+# must tell a budget the team set (which also reports jobs without a forecast) from its own default.
 RUN_BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerRun": {
             "type": "number",
             "exclusiveMinimum": 0,
-            "description": "Budget in USD per job run (MaxText: its steps; FSDP: its DWS window); unset: no budget.",
+            "description": (
+                "Budget in USD per job run (MaxText: its steps; FSDP: its DWS window); unset: "
+                f"{stack_rules.DEFAULT_MAX_USD_PER_RUN:,.0f} for forecast runs. Set, it also reports jobs "
+                "without a forecast."
+            ),
         },
         "forecast": {
             "type": "array",

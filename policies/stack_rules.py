@@ -193,26 +193,63 @@ def _allows_ingress_from(rule: Any, network: Any, cidr: str) -> bool:
     return attached and ingress and bool(items(rule.props, "allows")) and cidr in items(rule.props, "sourceRanges")
 
 
+# The pack's default budgets: what a small ML team's stack would not reach by accident. The dev stack tops out
+# at ~$615/h (10 A4 nodes, 2 v6e-16 slices) and its FSDP window at ~$211; a 2,000-node GPU pool (~$105,000/h)
+# or 500 v6e slices (~$21,600/h) is a typo or a decision, and either way someone should say so. A bigger team
+# raises them in the pack config (cost-within-budget.maxUsdPerHour, runs-within-budget.maxUsdPerRun).
+DEFAULT_MAX_USD_PER_HOUR = 1000.0
+DEFAULT_MAX_USD_PER_RUN = 2000.0
+# How many of the costliest pool groups (pools of one machine type and capacity) an over-budget message names.
+_GROUPS_NAMED = 3
+
+
 def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """The stack's cost at maximum scale stays within the budget (advisory unless configured).
 
-    Accelerator pools cost hundreds of dollars an hour at full scale; a budget in the pack config
-    (maxUsdPerHour) makes an overrun visible before `pulumi up`, and mandatory if the config says so.
+    Accelerator pools cost hundreds of dollars an hour at full scale; the budget (maxUsdPerHour, by default
+    DEFAULT_MAX_USD_PER_HOUR) makes an overrun visible before `pulumi up`, and mandatory if the config says so.
+    The message names the pools that drive the maximum, costliest first.
     """
-    budget = args.get_config().get("maxUsdPerHour")
-    if budget is None:
-        return
+    budget = float(args.get_config().get("maxUsdPerHour", DEFAULT_MAX_USD_PER_HOUR))
     resources = [
         {"type": r.resource_type, "name": r.name, "urn": r.urn, "inputs": plain(r.props)} for r in args.resources
     ]
     estimate = cost.estimate(resources)
-    if estimate.max_usd_per_hour > float(budget):
-        pools = ", ".join(f"{p.name} ${p.max_usd_per_hour:,.2f}/h" for p in estimate.pools)
-        report_violation(
-            f"at maximum scale the stack costs ${estimate.max_usd_per_hour:,.2f}/h, over the budget of "
-            f"${float(budget):,.2f}/h ({pools}).",
-            None,
-        )
+    if estimate.max_usd_per_hour <= budget:
+        return
+    drivers = _cost_drivers(estimate.pools)
+    report_violation(
+        f"at maximum scale the stack costs ${estimate.max_usd_per_hour:,.2f}/h "
+        f"(${estimate.min_usd_per_hour:,.2f}/h at minimum), over the budget of ${budget:,.2f}/h "
+        f"(cost-within-budget.maxUsdPerHour): {', '.join(drivers)}. Lower the pools' maximum sizes, or raise "
+        "the budget in the pack config if this scale is meant.",
+        None,
+    )
+
+
+def _cost_drivers(pools: tuple[cost.PoolCost, ...]) -> list[str]:
+    """The pools behind the maximum, costliest first, grouped by machine type and capacity so that 500 slices
+    read as one driver: ``v6e-256 ($19,440.00/h at 60 nodes of ct6e-standard-4t)`` or ``500 ct6e-standard-4t
+    on-demand pools ($21,600.00/h at 2,000 nodes: v6e-16-0, v6e-16-1, ...)``."""
+    groups: dict[tuple[str, str], list[cost.PoolCost]] = {}
+    for pool in pools:
+        groups.setdefault((pool.machine_type, pool.capacity), []).append(pool)
+    ranked = sorted(groups.values(), key=lambda group: sum(p.max_usd_per_hour for p in group), reverse=True)
+    drivers = []
+    for group in ranked[:_GROUPS_NAMED]:
+        usd, nodes = sum(p.max_usd_per_hour for p in group), sum(p.max_nodes for p in group)
+        if len(group) == 1:
+            drivers.append(f"{group[0].name} (${usd:,.2f}/h at {nodes:,} nodes of {group[0].machine_type})")
+        else:
+            names = ", ".join(p.name for p in group[:2]) + (", ..." if len(group) > 2 else "")
+            drivers.append(
+                f"{len(group):,} {group[0].machine_type} {group[0].capacity} pools (${usd:,.2f}/h at {nodes:,} "
+                f"nodes: {names})"
+            )
+    rest = [p for group in ranked[_GROUPS_NAMED:] for p in group]
+    if rest:
+        drivers.append(f"{len(rest):,} more pools (${sum(p.max_usd_per_hour for p in rest):,.2f}/h)")
+    return drivers
 
 
 def runs_within_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
@@ -221,21 +258,23 @@ def runs_within_budget(args: StackValidationArgs, report_violation: ReportViolat
     A run is a MaxText job's configured steps or an FSDP job's DWS window, at its forecast step time and its
     pools' price (`python -m preflight forecast`). The forecast is not a resource: it comes with the pack config
     (`forecast`, which preflight adds itself and `python -m preflight forecast --pack-config` writes for the CLI).
-    With a budget (maxUsdPerRun) set, a job the stack runs without a forecast is reported too: its cost is unknown.
+    The budget is maxUsdPerRun, by default DEFAULT_MAX_USD_PER_RUN. With maxUsdPerRun set in the config, a job
+    the stack runs without a forecast is reported too: its cost is unknown. The default judges only the
+    forecast runs, so a stack whose jobs are not fit-checked yet (or the CLI without a forecast) stays quiet.
     """
     config = args.get_config()
-    budget = config.get("maxUsdPerRun")
-    if budget is None:
-        return
+    configured = config.get("maxUsdPerRun")
+    budget = float(DEFAULT_MAX_USD_PER_RUN if configured is None else configured)
     forecasts = {forecast.get("job"): forecast for forecast in config.get("forecast", [])}
     for job, urn in _jobs(args).items():
         forecast = forecasts.get(job, {})
         usd = forecast.get("usdPerRun", forecast.get("usdPerWindow"))
-        limit = f"the budget of ${float(budget):,.2f} per run"
+        limit = f"the budget of ${budget:,.2f} per run (runs-within-budget.maxUsdPerRun)"
         if usd is None:
-            reason = forecast.get("none", "the pack config's forecast does not name it")
-            report_violation(f"job {job} has no forecast to hold to {limit}: {reason}.", urn)
-        elif usd > float(budget):
+            if configured is not None:
+                reason = forecast.get("none", "the pack config's forecast does not name it")
+                report_violation(f"job {job} has no forecast to hold to {limit}: {reason}.", urn)
+        elif usd > budget:
             per = "run" if "usdPerRun" in forecast else "DWS window"
             step = forecast.get("stepSeconds")
             report_violation(f"job {job} is forecast at ${usd:,.2f} per {per} ({step} s per step), over {limit}.", urn)

@@ -73,6 +73,39 @@ def test_budget_is_advisory_unless_configured_mandatory():
     assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}, level="advisory") == set()
 
 
+def budget_verdicts(stack: Stack, config: dict[str, Any] | None = None) -> list[str]:
+    return [v.message for v in evaluate(fx.plan(stack), config) if v.policy == "cost-within-budget"]
+
+
+def test_a_stack_over_the_default_hourly_budget_is_an_advisory_naming_the_pools_that_drive_it():
+    assert budget_verdicts(fx.good_stack()) == []  # dev-like: $614.84/h at most, under the default $1,000/h
+    gpus = edit(GPU_POOL, "autoscaling.totalMaxNodeCount", 2000.0)()
+    (message,) = budget_verdicts(gpus)
+    assert "costs $105,487.84/h ($87.30/h at minimum), over the budget of $1,000.00/h" in message
+    assert "cost-within-budget.maxUsdPerHour): gpu-nodepool-dws ($105,400.00/h at 2,000 nodes of a4-highgpu-8g)" in (
+        message
+    )
+    slices = fx.good_stack() + [fx.tpu_slice_pool(f"v6e-16-{i}") for i in range(2, 500)]
+    (message,) = budget_verdicts(slices)
+    assert "500 ct6e-standard-4t on-demand pools ($21,600.00/h at 2,000 nodes: v6e-16-0, v6e-16-1, ...)" in message
+    assert budget_verdicts(gpus, {"cost-within-budget": {"maxUsdPerHour": 200_000}}) == []
+
+
+def test_the_default_run_budget_judges_forecast_runs_only():
+    dear = [{"job": "fsdp-finetune", "stepSeconds": 21.4, "usdPerWindow": 2500.0}]
+    (verdict,) = [
+        v
+        for v in evaluate(fx.plan(fx.good_stack()), {"runs-within-budget": {"forecast": dear}})
+        if v.level == "advisory"
+    ]
+    assert "fsdp-finetune is forecast at $2,500.00 per DWS window" in verdict.message
+    assert "over the budget of $2,000.00 per run (runs-within-budget.maxUsdPerRun)" in verdict.message
+    cheap = [{"job": "fsdp-finetune", "usdPerWindow": 211.0}, {"job": "maxtext", "none": "no fit-check result"}]
+    assert fired(fx.good_stack(), {"runs-within-budget": {"forecast": cheap}}, level="advisory") == set()
+    raised = {"runs-within-budget": {"maxUsdPerRun": 3000, "forecast": dear}}
+    assert fired(fx.good_stack(), raised, level="advisory") == {"runs-within-budget"}  # maxtext: no forecast
+
+
 def test_a_run_over_its_budget_is_reported_from_the_forecast_the_pack_config_carries():
     forecast = [
         {"job": "fsdp-finetune", "stepSeconds": 21.4, "usdPerWindow": 211.0},
