@@ -97,7 +97,12 @@ class TrainyardStack(pulumi.ComponentResource):
     def _placement(self, config: StackConfig, role: str, node_networks: list[NodeNetwork]) -> PoolPlacement:
         identities = self.node_identities
         return PoolPlacement(
-            config.zone, self.cluster.cluster, node_networks, identities.email.get(role), identities.ready.get(role)
+            config.zone,
+            self.cluster.cluster,
+            node_networks,
+            identities.email.get(role),
+            identities.ready.get(role),
+            release_channel=config.cluster.in_release_channel,
         )
 
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:

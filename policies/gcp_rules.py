@@ -36,16 +36,17 @@ def accelerator_vpc_mtu(args: ResourceValidationArgs, report_violation: ReportVi
 
 
 def flex_start_pool_settings(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Flex-start pools: auto-repair and auto-upgrade off, scale from 0, no reservation.
+    """Flex-start pools: auto-repair off, scale from 0, no reservation.
 
-    GKE rejects or fights flex-start VMs otherwise: they cannot be repaired or upgraded in place (Cluster
-    Toolkit's precondition "enable_flex_start needs node auto_repair set to false"), DWS provisions them
-    on demand from zero, and they never consume reservations (--reservation-affinity=none).
+    GKE rejects or fights flex-start VMs otherwise: they cannot be repaired in place (Cluster Toolkit's
+    precondition "enable_flex_start needs node auto_repair set to false"), DWS provisions them on demand from
+    zero, and they never consume reservations (--reservation-affinity=none). Auto-upgrade is not the pool's
+    to choose in a cluster enrolled in a release channel (GKE keeps it on there), so it is not judged here.
     """
     if args.resource_type != NODE_POOL_TYPE or not is_true(lookup(args.props, "nodeConfig.flexStart")):
         return
     props = args.props
-    for setting in ("autoRepair", "autoUpgrade"):
+    for setting in ("autoRepair",):
         value = lookup(props, f"management.{setting}")
         if value is None or value is True:
             shown = "unset (GKE default true)" if value is None else "true"

@@ -61,7 +61,8 @@ class ClusterConfig(ConfigModel):
     name: str = Field("trainyard", pattern=DNS_LABEL, max_length=CLUSTER_NAME_MAX)
     """The GKE cluster's name; also the prefix of its networks and firewall rules."""
     release_channel: ReleaseChannel = "REGULAR"
-    """GKE release channel; UNSPECIFIED keeps auto-upgrade off, as DWS pools want."""
+    """GKE release channel; in one, GKE keeps node auto-upgrade on for every pool, flex-start ones too;
+    UNSPECIFIED lets flex-start pools turn it off, as DWS pools want."""
     # A minor ("1.35") or a full GKE version ("1.35.2-gke.1842000"); DRANET needs >= 1.34.
     version: str = Field("1.35", pattern=GKE_VERSION)
     """GKE version: a minor such as 1.35 or a full version; 1.34 or newer (DRANET, resource.k8s.io/v1)."""
@@ -90,6 +91,11 @@ class ClusterConfig(ConfigModel):
     def kubernetes_minor(self) -> tuple[int, int]:
         major, minor = self.version.split(".")[:2]
         return int(major), int(minor)
+
+    @property
+    def in_release_channel(self) -> bool:
+        """Enrolled in a release channel, where GKE keeps every node pool's auto-upgrade on."""
+        return self.release_channel != "UNSPECIFIED"
 
 
 def _seed_rdma_ranges() -> tuple[IPv4Network, ...]:

@@ -216,7 +216,7 @@ class Cluster(pulumi.ComponentResource):
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
             ),
-            management=node_pools.management(Capacity.ON_DEMAND),
+            management=node_pools.management(Capacity.ON_DEMAND, config.cluster.in_release_channel),
             node_config=node_pools.node_config(pool.machine_type, identities.email["system"]),
             opts=fixed_name_options(self, depends_on=[identities.ready["system"]]),
         )

@@ -45,7 +45,7 @@ class GpuPools(pulumi.ComponentResource):
             queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if queued else None,
             # Close VMs: fewer hops for NCCL, and on Spot the block labels Kueue's TAS places by.
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None,
-            management=node_pools.management(pool.capacity),
+            management=node_pools.management(pool.capacity, placement.release_channel),
             network_config=node_pools.additional_networks(placement.node_networks),
             node_config=node_pools.node_config(
                 machine.machine_type,

@@ -22,6 +22,7 @@ class PoolPlacement:
     node_networks: list[NodeNetwork]  # attached in this order (a pod's eth1, eth2, ...)
     service_account: pulumi.Input[str] | None  # the role's node account (None: the role has no pools)
     identity_ready: pulumi.Resource | None  # its grant, which the pools wait for
+    release_channel: bool  # the cluster is enrolled in a release channel: node auto-upgrade stays on
 
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -64,10 +65,14 @@ def node_config(
     )
 
 
-def management(capacity: Capacity) -> gcp.container.NodePoolManagementArgs:
-    """Flex-start VMs are not repaired or upgraded in place: GKE requires both off for them."""
-    managed = not capacity.flex_start
-    return gcp.container.NodePoolManagementArgs(auto_repair=managed, auto_upgrade=managed)
+def management(capacity: Capacity, release_channel: bool) -> gcp.container.NodePoolManagementArgs:
+    """Flex-start VMs are not repaired in place (Cluster Toolkit's gke-node-pool: "enable_flex_start needs node
+    auto_repair set to false"), nor upgraded where GKE lets a pool choose: only a cluster outside a release channel
+    may turn node auto-upgrade off; in a channel GKE refuses a pool without it (docs/cloud-facts.md: node
+    auto-upgrade and release channels)."""
+    return gcp.container.NodePoolManagementArgs(
+        auto_repair=not capacity.flex_start, auto_upgrade=release_channel or not capacity.flex_start
+    )
 
 
 def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.NodePoolNetworkConfigArgs | None:

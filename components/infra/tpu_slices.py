@@ -47,7 +47,7 @@ class TpuSlices(pulumi.ComponentResource):
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
             if tpu.multi_host
             else None,
-            management=node_pools.management(group.capacity),
+            management=node_pools.management(group.capacity, placement.release_channel),
             network_config=node_pools.additional_networks(placement.node_networks),
             node_config=node_pools.node_config(
                 tpu.machine_type,

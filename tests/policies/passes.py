@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.helpers import policy_stacks as fx
 from tests.policies.policy_edits import (
+    GPU_POOL,
     Stack,
     add,
     cpu_job,
@@ -39,6 +40,8 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         None,
     ),
     ("DCN node network with its ingress rule", dcn_attached_to_a_pool(firewall=True), None),
+    # In a release channel GKE keeps every pool's auto-upgrade on, flex-start pools too.
+    ("flex-start pool with auto-upgrade on", edit(GPU_POOL, "management.autoUpgrade", True), None),
     (
         "flex TPU slice used through Kueue",
         lambda: fx.replace(

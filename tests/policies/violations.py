@@ -37,7 +37,6 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         edit(GPU_POOL, "management.autoRepair", True),
         {"flex-start-pool-settings", "queued-provisioning-pool-settings"},
     ),
-    ("flex auto-upgrade on", edit(GPU_POOL, "management.autoUpgrade", True), {"flex-start-pool-settings"}),
     (
         "flex management unset",
         edit(GPU_POOL, "management", fx.DELETE),

@@ -256,3 +256,19 @@ def test_first_jax_job_flex_start_pool(plan_with):
     assert pool["initialNodeCount"] == 0.0 and "nodeCount" not in pool  # --num-nodes=0
     assert pool["nodeConfig"]["flexStart"] is True
     assert pool["management"] == {"autoRepair": False, "autoUpgrade": False}
+
+
+def test_flex_start_pools_keep_auto_upgrade_in_a_release_channel(plan_with):
+    """GKE keeps node auto-upgrade on for every pool of a cluster in a release channel and refuses a pool that
+    turns it off; flex-start pools turn off only auto-repair there (docs/cloud-facts.md)."""
+    plan = plan_with(lambda values: values["trainyard:cluster"].update(releaseChannel="REGULAR"))
+    flex_pools = ("gpu-nodepool-dws",)
+    for name in flex_pools:
+        assert one(plan, "gcp:container/nodePool:NodePool", name)["management"] == {
+            "autoRepair": False,
+            "autoUpgrade": True,
+        }
+    assert one(plan, "gcp:container/nodePool:NodePool", "system")["management"] == {
+        "autoRepair": True,
+        "autoUpgrade": True,
+    }
