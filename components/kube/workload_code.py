@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
 
 MOUNT_DIR = "/opt/trainyard/code"
+CODE_LABEL = "trainyard/code"  # the trainer whose archive a ConfigMap holds: what a cleanup selects
 ARCHIVE_FILE = "workloads.zip"
 # The API server refuses objects over 1 MiB; base64 grows the archive by a third.
 MAX_ARCHIVE_BYTES = 700 * 1024
@@ -97,11 +98,15 @@ class WorkloadCode(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=self.archive.config_map_name,
                 namespace=namespace.metadata.name,
-                labels={"app.kubernetes.io/part-of": "trainyard"},
+                labels={"app.kubernetes.io/part-of": "trainyard", CODE_LABEL: trainer},
             ),
             binary_data={ARCHIVE_FILE: base64.b64encode(self.archive.data).decode()},
             immutable=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+            # A superseded job revision keeps running on the code it started with: its pods mount this by name at
+            # every (re)start, so a new revision's archive leaves this one in the cluster rather than deleting it.
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[namespace], retain_on_delete=True
+            ),
         )
         self.register_outputs({"configMap": self.archive.config_map_name, "sha256": self.archive.sha256})
 

@@ -64,6 +64,18 @@ def _workload_removed(resource: Mapping[str, Any]) -> str:
     return f"> **{kind} `{name}` will be DELETED with its running pods.**"
 
 
+def _retained_object(resource: Mapping[str, Any]) -> bool:
+    return not is_workload(resource["type"]) and bool((resource.get("options") or {}).get("retainOnDelete"))
+
+
+def _kept(resource: Mapping[str, Any]) -> str:
+    kind, name = _short_type(resource["type"]), (resource.get("inputs") or {}).get("metadata", {}).get("name", "?")
+    return (
+        f"> {kind} `{name}` leaves the stack but stays in the cluster (retainOnDelete) for the jobs that still "
+        "run on it; delete it once they are gone."
+    )
+
+
 def _replacement_warning(diff: PlanDiff) -> list[str]:
     lines = []
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
@@ -84,6 +96,7 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
             f"because of {paths}."
         )
     lines += [_workload_removed(resource) for resource in diff.removed if is_workload(resource["type"])]
+    lines += [_kept(resource) for resource in diff.removed if _retained_object(resource)]
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
         if change.type == NODE_POOL_TYPE and migrated and not change.replaced:

@@ -198,8 +198,25 @@ def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, c
         markdown,
     )
     assert "**Image `image-fsdp`**" in markdown and "workloads-fsdp-" in markdown
+    # The running revision's pods mount their code by name at every restart: that ConfigMap stays.
+    kept = re.search(
+        r"> ConfigMap `(workloads-fsdp-[0-9a-f]{16})` leaves the stack but stays in the cluster \(retainOnDelete\)",
+        markdown,
+    )
+    assert kept, markdown[:3000]
+    base = _plan_json(clone, "HEAD~1", tmp_path)
+    (old_job,) = [m for m in base["manifests"] if m["kind"] == "Job" and m["metadata"]["name"].startswith("llama31")]
+    volumes = {v["name"]: v for v in old_job["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["trainyard-code"]["configMap"]["name"] == kept.group(1)
     changes = markdown.split("```mermaid")[0]  # the diagram below draws every resource
     assert "llama3-8b" not in changes and "image-maxtext" not in changes and "workloads-maxtext-" not in changes
+
+
+def _plan_json(clone: Path, ref: str, tmp_path: Path) -> dict:
+    """The plan of `ref` in a worktree of the clone, as `preflight diff` plans its base."""
+    worktree, out = tmp_path / "base-worktree", tmp_path / "base-plan.json"
+    _git("worktree", "add", "--quiet", str(worktree), ref, cwd=clone)
+    return revisions.plan_checkout(worktree, "dev", out) or {}
 
 
 def _with_options(resource: dict, **options) -> dict:
