@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
+from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
 from preflight.engine.plan import integral_as_int
 
@@ -76,6 +76,27 @@ def _kept(resource: Mapping[str, Any]) -> str:
     )
 
 
+def _restarts(change: ResourceChange, head: Mapping[str, Any]) -> list[str]:
+    """In-place changes that still stop or pause running work: a GKE version, a Kueue release."""
+    versions = {c.path: c for c in change.changes if c.path in ("minMasterVersion", "version")}
+    if change.type == CLUSTER_TYPE and "minMasterVersion" in versions:
+        version = versions["minMasterVersion"]
+        line = (
+            f"> **Cluster `{change.name}`: GKE version `{version.old}` → `{version.new}` restarts the control plane** "
+            "(the API pauses; Kueue and the Ray operator wait); node pools with auto-upgrade follow it, recreating "
+            "their nodes and evicting the pods on them, running jobs included."
+        )
+        return [line]
+    if change.type == HELM_CHART_TYPE and "version" in versions and str(head.get("chart", "")).endswith("/kueue"):
+        version = versions["version"]
+        line = (
+            f"> **Kueue `{version.old}` → `{version.new}`**: the chart restarts Kueue's controller (admission pauses "
+            "meanwhile) and may change its CRDs and defaults; running workloads stay admitted."
+        )
+        return [line]
+    return []
+
+
 def _replacement_warning(diff: PlanDiff) -> list[str]:
     lines = []
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
@@ -104,6 +125,7 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
                 f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
                 "(rolling migration); the pool itself stays."
             )
+    lines += [line for change in diff.changed for line in _restarts(change, heads.get(change.urn, {}))]
     for change in diff.changed:
         refused = refused_by_kueue(change, heads.get(change.urn, {}))
         if refused:
