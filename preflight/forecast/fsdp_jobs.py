@@ -8,11 +8,10 @@ from typing import Any
 from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
-from components.facts.capacity import Capacity
 from components.facts.models import ARCHITECTURES
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast.fsdp import Forecast, FsdpRun, Hardware, Memory, forecast, memory
-from preflight.forecast.priced import NoForecast, PricedForecast
+from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.fsdp.config import parse_config
 
 
@@ -125,10 +124,10 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
     )
     hardware = pool_hardware(pool)
-    try:
-        node_hour, price = prices.node_hour(pool.machine_type, config.region, Capacity(pool.capacity).price_column)
-    except cost.PriceError as error:
-        return NoForecast(job.name, f"{error}: nothing to price it by (components/facts/prices.yaml)")
+    priced = node_price(job.name, prices, pool.machine_type, config.region, pool.capacity)
+    if isinstance(priced, NoForecast):
+        return priced
+    node_hour, price = priced
     return FsdpJobForecast(
         job=job.name,
         model=train.model_id,

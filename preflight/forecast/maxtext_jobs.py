@@ -16,10 +16,9 @@ from typing import Any
 from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
-from components.facts.capacity import Capacity
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.maxtext import TpuForecast, forecast
-from preflight.forecast.priced import NoForecast, PricedForecast
+from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
 from workloads.maxtext.fit_plan import fit_argv
 from workloads.maxtext.hlo_cost import StepWork
@@ -77,10 +76,10 @@ def job_forecast(
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     group = config.slice_group(job.slices)
     tpu, slices = group.slice, int(verdict["slices"])
-    try:
-        node_hour, price = prices.node_hour(tpu.machine_type, config.region, Capacity(group.capacity).price_column)
-    except cost.PriceError as error:
-        return NoForecast(job.name, f"{error}: nothing to price it by (components/facts/prices.yaml)")
+    priced = node_price(job.name, prices, tpu.machine_type, config.region, group.capacity)
+    if isinstance(priced, NoForecast):
+        return priced
+    node_hour, price = priced
     return MaxTextJobForecast(
         job=job.name,
         model=job.model_name,

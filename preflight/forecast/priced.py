@@ -7,6 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from components.facts import cost
+from components.facts.capacity import Capacity
+
 
 class Step(Protocol):
     """A forecast step (preflight/forecast/fsdp.py's Forecast, preflight/forecast/maxtext.py's TpuForecast)."""
@@ -79,3 +82,13 @@ class PricedForecast:
             "usdPerHour": round(self.usd_per_hour, 2),
             "priceEstimated": self.price_estimated,
         }
+
+
+def node_price(
+    job: str, prices: cost.PriceBook, machine_type: str, region: str, capacity: Capacity
+) -> tuple[float, cost.Price] | NoForecast:
+    """(USD per node-hour, the price book's entry) for a job's nodes, or why the job cannot be priced."""
+    try:
+        return prices.node_hour(machine_type, region, capacity.price_column)
+    except cost.PriceError as error:
+        return NoForecast(job, f"{error}: nothing to price it by (components/facts/prices.yaml)")
