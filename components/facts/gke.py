@@ -100,6 +100,9 @@ TAS_LEVELS = (
 FLEX_START_COMPACT_MACHINES = ("a3-ultragpu-", "a4-", "h4d-")
 PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+UNCONSTRAINED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
+# A pod set asks Kueue for Topology-Aware Scheduling with one of these on its pod template.
+TOPOLOGY_ANNOTATIONS = (REQUIRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_ANNOTATION, UNCONSTRAINED_TOPOLOGY_ANNOTATION)
 
 # Pulumi: jobs that wait for capacity or train for hours are submitted, not awaited.
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"

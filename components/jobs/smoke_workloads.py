@@ -29,6 +29,14 @@ from components.jobs.torch_workloads import (
 from components.kube.workload_target import WorkloadTarget
 
 
+def jax_job_name(pool: str) -> str:
+    return f"smoke-jax-{pool}"
+
+
+def nccl_job_name(pool: str) -> str:
+    return f"smoke-nccl-{pool}"
+
+
 def pod_identity(run_as: int | None) -> dict:
     """No service account token; `run_as` the image's non-root uid, or None for a third-party image's own user
     (JAX's, or an all-gather image the stack names: root, still without capabilities)."""
@@ -147,7 +155,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
         """One slice's check: its hosts in its own node pool, so they never straddle two slices (libtpu would wait
         for peers in the other slice, holding the group's quota), and a deadline, so a stuck check ends."""
         tpu = group.slice
-        job_name = f"smoke-jax-{pool}"
+        job_name = jax_job_name(pool)
         chips = str(tpu.chips_per_vm)
         container = k8s.core.v1.ContainerArgs(
             name="jax",
@@ -184,7 +192,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
 
     def _nccl_job(self, pool: GpuPoolConfig, script: k8s.core.v1.ConfigMap) -> k8s.batch.v1.Job:
         smoke = self._args.smoke
-        job_name = f"smoke-nccl-{pool.name}"
+        job_name = nccl_job_name(pool.name)
         gpus = str(pool.machine.gpus_per_vm)
         command = (
             f"exec torchrun --nnodes={smoke.nccl_nodes} --nproc_per_node={gpus} --node_rank=$JOB_COMPLETION_INDEX "

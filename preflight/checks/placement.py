@@ -20,7 +20,6 @@ sidecars webhooks inject (GCS FUSE), which take a little more of each node.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,23 +28,11 @@ from components.facts import gke, topology
 from policies.pools import PoolFacts, pool_facts
 from policies.props import items, lookup
 from policies.workloads import RAY_KINDS, kind_of, pod_templates, selects_pool
+from preflight.checks import pods
+from preflight.checks.kueue_objects import cluster_queue_of
 
 CHECKED_RESOURCES = ("cpu", "memory", "ephemeral-storage", gke.TPU_RESOURCE, gke.GPU_RESOURCE)
-_QUANTITY = re.compile(gke.QUANTITY_PATTERN)
 Taint = tuple[str, str, str]
-
-
-def parse_quantity(value: Any) -> float:
-    """A Kubernetes quantity ("8", "500m", "16Gi", "200G", 2.0) as a number of base units."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    number, suffix = (match.group(1) or "") + match.group(2), match.group(6) or ""
-    if suffix[:1] in ("e", "E"):
-        return float(number + suffix)
-    return float(number) * gke.QUANTITY_SUFFIXES[suffix]
 
 
 def show_amount(resource: str, amount: float) -> str:
@@ -166,33 +153,13 @@ def pod_groups(resources: Iterable[Mapping[str, Any]]) -> list[PodGroup]:
 
 
 def kueue_flavors(resources: Iterable[Mapping[str, Any]], queue: tuple[str, str]) -> list[Mapping[str, Any]]:
-    """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to."""
+    """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to, in Kueue's order."""
     objects = [resource["inputs"] for resource in resources if kind_of(resource["type"])]
-    local = next(
-        (
-            o
-            for o in objects
-            if o.get("kind") == "LocalQueue" and (lookup(o, "metadata.namespace"), lookup(o, "metadata.name")) == queue
-        ),
-        None,
-    )
-    if local is None:
+    found = cluster_queue_of(objects, *queue)
+    if found is None:
         return []
-    cluster_queue = next(
-        (
-            o
-            for o in objects
-            if o.get("kind") == "ClusterQueue" and lookup(o, "metadata.name") == lookup(local, "spec.clusterQueue")
-        ),
-        None,
-    )
-    names = [
-        lookup(f, "name") for group in items(cluster_queue, "spec.resourceGroups") for f in items(group, "flavors")
-    ]
-    flavors = {
-        lookup(o, "metadata.name"): lookup(o, "spec") or {} for o in objects if o.get("kind") == "ResourceFlavor"
-    }
-    return [flavors[name] for name in names if name in flavors]
+    names = [entry["name"] for _, entries in found.groups for entry in entries]
+    return [found.flavors[name] for name in names if name in found.flavors]
 
 
 def with_flavor(spec: Mapping[str, Any], flavor: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -211,22 +178,12 @@ def with_flavor(spec: Mapping[str, Any], flavor: Mapping[str, Any]) -> dict[str,
 
 
 def container_requests(container: Mapping[str, Any]) -> dict[str, float]:
-    """What a container asks for; where only a limit is set, Kubernetes uses it as the request."""
-    resources = container.get("resources") or {}
-    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return {name: parse_quantity(value) for name, value in merged.items() if name in CHECKED_RESOURCES}
+    return pods.container_requests(container, CHECKED_RESOURCES)
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
-    """The pod's effective requests: its containers' sum, or its largest init container where that is more."""
-    total: dict[str, float] = {}
-    for container in spec.get("containers") or []:
-        for name, amount in container_requests(container).items():
-            total[name] = total.get(name, 0.0) + amount
-    for container in spec.get("initContainers") or []:
-        for name, amount in container_requests(container).items():
-            total[name] = max(total.get(name, 0.0), amount)
-    return total
+    """The pod's requests of the resources the filter step checks, as Kubernetes sums them."""
+    return pods.pod_requests(spec, CHECKED_RESOURCES)
 
 
 def tolerates(tolerations: list[Mapping[str, Any]], taint: Taint) -> bool:

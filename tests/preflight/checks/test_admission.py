@@ -13,13 +13,9 @@ import pytest
 from components.config.load import load_stack_config
 from components.facts.gke import HELM_CHART_TYPE, NODE_POOL_TYPE, QUEUE_LABEL, WORKLOAD_LABEL
 from preflight.__main__ import check
-from preflight.checks.admission import (
-    PodSet,
-    check_admission,
-    kueue_pod_requests,
-    pod_sets,
-    workload_config_keys,
-)
+from preflight.checks.admission import check_admission, workload_config_keys
+from preflight.checks.kueue_objects import PodSet, pod_sets
+from preflight.checks.pods import pod_requests
 from tests.helpers.plans import everything_on
 
 Resources = list[dict[str, Any]]
@@ -223,7 +219,7 @@ def test_per_pod_requests_as_kueue_sums_them():
     init = {"resources": {"requests": {"cpu": "3"}}}
     sidecar = {"restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}
     spec = {"containers": [container, container], "initContainers": [sidecar, init], "overhead": {"cpu": "100m"}}
-    requests = kueue_pod_requests(spec)
+    requests = pod_requests(spec)
     assert requests == {"cpu": pytest.approx(3.6), "memory": 2 * 2**30}
     assert PodSet("main", 1, spec, {}).count == 1
 
@@ -283,3 +279,14 @@ def test_pod_set_names_must_be_unique(plan_with):
         refused[2]
         == "pod set submitter is named twice: Kueue cannot create the Workload (pod set names must be unique)"
     )
+
+
+def test_each_smoke_job_is_named_by_its_config_key(plan_with):
+    plan = plan_with(lambda values: values["trainyard:jobs"]["smoke"].update(enabled=True))
+    keys = workload_config_keys(load_stack_config(plan.config, plan.stack))
+    smoke = [
+        m["metadata"]["name"]
+        for m in plan.manifests
+        if m["kind"] == "Job" and m["metadata"]["name"].startswith("smoke-")
+    ]
+    assert len(smoke) == 3 and all(keys[name] == "trainyard:jobs.smoke" for name in smoke)

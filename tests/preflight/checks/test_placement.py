@@ -10,7 +10,8 @@ import pytest
 
 from components.facts import gke, topology
 from components.facts.gke import WORKLOAD_LABEL
-from preflight.checks.placement import check_placement, parse_quantity
+from preflight.checks.placement import check_placement
+from preflight.checks.pods import parse_quantity
 from tests.helpers.plans import manifest, one
 
 
