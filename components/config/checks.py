@@ -15,12 +15,12 @@ from components.config.base import PATTERN_WORDS
 from components.config.job_checks import job_problems
 from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
-from components.facts import gcp_names, topology
+from components.facts import cloud_rules, gcp_names, topology
 from components.facts.capacity import Capacity
 from components.facts.gke import FLEX_START_COMPACT_MACHINES
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
-PODS_PER_NODE_RANGE = 256  # GKE gives each node a /24 of the pod range at the default 110 pods per node
+PODS_PER_NODE_RANGE = cloud_rules.POD_RANGE_PER_NODE.limit
 
 # Extra words for values people are known to try.
 HINTS = {
@@ -118,6 +118,7 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _namespace_problems(config)
     yield from _cidr_problems(config)
     yield from _pod_range_problems(config)
+    yield from cloud_rule_problems(config)
     yield from job_problems(config)
 
 
@@ -293,18 +294,15 @@ def _node_count_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
 
 
-RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
 def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    """The stack creates its namespaces and `pulumi destroy` deletes them: never one Kubernetes or Kueue owns."""
+    """The stack creates its namespaces and `pulumi destroy` deletes them: never one Kubernetes, GKE or Kueue owns."""
     workloads, kueue = config.storage.namespace, config.kueue.namespace
     for path, namespace in (("trainyard:storage.namespace", workloads), ("trainyard:kueue.namespace", kueue)):
-        if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+        if cloud_rules.managed_namespace(namespace):
             yield ConfigProblem(
                 path,
                 namespace,
-                "belongs to Kubernetes (allowed: a namespace of the stack's own, not default or kube-*)",
+                f"belongs to Kubernetes or GKE (allowed: {cloud_rules.MANAGED_NAMESPACES.allowed})",
             )
     if workloads == kueue:
         yield ConfigProblem(
@@ -355,3 +353,139 @@ def _pod_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             str(pod_range),
             f"holds {capacity} nodes but the pools can reach {needed} (allowed: /{prefix} or larger)",
         )
+
+
+def cloud_rule_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The rules of components/facts/cloud_rules.py that GCP, GKE or Kueue would apply at `pulumi up` or later."""
+    yield from _node_range_problems(config)
+    yield from _prohibited_range_problems(config)
+    yield from _nodes_per_pool_problems(config)
+    yield from _multislice_problems(config)
+    yield from _flex_start_run_problems(config)
+    yield from _authorized_network_count_problems(config)
+    yield from _kueue_release_problems(config)
+    yield from _bucket_problems(config)
+    yield from _reservation_name_problems(config)
+
+
+def _node_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    node_range, reserved = config.network.node_range, cloud_rules.SUBNET_RESERVED_ADDRESSES.limit
+    usable = max(0, node_range.num_addresses - reserved)
+    try:
+        needed = max_nodes(config)
+    except topology.TopologyError:
+        return  # already reported against the slice that cannot be formed
+    if needed > usable:
+        prefix = max(0, 32 - (needed + reserved - 1).bit_length())
+        yield ConfigProblem(
+            "trainyard:network.nodeRange",
+            str(node_range),
+            f"holds {usable} nodes (GCP keeps {reserved} addresses of every subnet) but the pools can reach "
+            f"{needed} (allowed: /{prefix} or larger)",
+        )
+
+
+def _prohibited_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for path, cidr in _ranges_in_use(config):
+        if (bad := cloud_rules.prohibited_range(cidr)) is not None:
+            yield ConfigProblem(
+                path,
+                str(cidr),
+                f"overlaps {bad}, which GCP refuses in a subnet "
+                f"(allowed: {cloud_rules.PROHIBITED_SUBNET_RANGES.allowed})",
+            )
+
+
+def _pool_sizes(config: StackConfig) -> Iterator[tuple[str, int]]:
+    """Each pool's most nodes, by the key that sets it (all in the stack's one zone)."""
+    yield "trainyard:cluster.systemPool.maxNodes", config.cluster.system_pool.max_nodes
+    yield from ((f"trainyard:gpuPools[{i}].maxNodes", pool.max_nodes) for i, pool in enumerate(config.gpu_pools))
+
+
+def _nodes_per_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    limit = cloud_rules.NODES_PER_POOL_ZONE.limit
+    for path, nodes in _pool_sizes(config):
+        if nodes > limit:
+            yield ConfigProblem(
+                path, nodes, f"is over GKE's limit of {limit:,} nodes per pool in a zone (allowed: 1 to {limit})"
+            )
+
+
+def _multislice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for index, group in enumerate(config.tpu_slices):
+        try:
+            single_host = group.count > 1 and not group.slice.multi_host
+        except topology.TopologyError:
+            continue  # already reported
+        if single_host:
+            yield ConfigProblem(
+                f"trainyard:tpuSlices[{index}].count",
+                group.count,
+                f"makes a multislice of single-host {group.topology} slices, which GKE does not support "
+                f"(allowed: {cloud_rules.MULTISLICE_MULTI_HOST.allowed})",
+            )
+
+
+def _flex_start_run_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    limit = cloud_rules.FLEX_START_MAX_RUN_SECONDS.limit
+    pools = {pool.name: pool for pool in config.gpu_pools}
+    for index, job in enumerate(config.jobs.fsdp):
+        pool = pools.get(job.pool)
+        if pool is not None and pool.capacity.flex_start and job.max_run_duration_seconds > limit:
+            yield ConfigProblem(
+                f"trainyard:jobs.fsdp[{index}].maxRunDurationSeconds",
+                job.max_run_duration_seconds,
+                f"is longer than flex-start VMs run (pool {pool.name} is {pool.capacity}) "
+                f"(allowed: {cloud_rules.FLEX_START_MAX_RUN_SECONDS.allowed})",
+            )
+
+
+def _authorized_network_count_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    cluster = config.cluster
+    kind = "private" if cluster.private_nodes else "public"
+    limit = cloud_rules.AUTHORIZED_NETWORKS_MAX.limit[kind]
+    if len(cluster.authorized_networks) > limit:
+        yield ConfigProblem(
+            "trainyard:cluster.authorizedNetworks",
+            f"{len(cluster.authorized_networks)} ranges",
+            f"is more than GKE takes on a cluster with {kind} nodes "
+            f"(allowed: {cloud_rules.AUTHORIZED_NETWORKS_MAX.allowed})",
+        )
+
+
+def _kueue_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    rule = cloud_rules.KUEUE_V1BETA2_RELEASE
+    if cloud_rules.release_tuple(config.kueue.version) < rule.limit:
+        yield ConfigProblem(
+            "trainyard:kueue.version",
+            config.kueue.version,
+            f"cannot serve {cloud_rules.KUEUE_API_VERSION}, which the stack applies (allowed: {rule.allowed})",
+        )
+
+
+def _bucket_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if "." in config.bucket_name:
+        yield ConfigProblem(
+            "trainyard:storage.bucket",
+            config.bucket_name,
+            f"has dots, which GCS takes only from a verified domain's owner "
+            f"(allowed: {cloud_rules.BUCKET_WITHOUT_DOTS.allowed})",
+        )
+    location = config.storage.location
+    if location is not None and not cloud_rules.bucket_location_holds(location, config.region):
+        yield ConfigProblem(
+            "trainyard:storage.location",
+            location,
+            f"does not hold gcp:region {config.region}, so every read and checkpoint would cross regions "
+            f"(allowed: {cloud_rules.BUCKET_LOCATION_HOLDS_REGION.allowed})",
+        )
+
+
+def _reservation_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    named = [(f"trainyard:tpuSlices[{i}].reservation", g.reservation) for i, g in enumerate(config.tpu_slices)]
+    named += [(f"trainyard:gpuPools[{i}].reservation", p.reservation) for i, p in enumerate(config.gpu_pools)]
+    for path, reservation in named:
+        if reservation and not cloud_rules.RESERVATION_NAME.limit.match(reservation):
+            yield ConfigProblem(
+                path, reservation, f"is not a name GCE accepts (allowed: {cloud_rules.RESERVATION_NAME.allowed})"
+            )

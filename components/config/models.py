@@ -8,9 +8,9 @@ from __future__ import annotations
 import hashlib
 import re
 from ipaddress import IPv4Network
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from components.config.base import (
     DNS_LABEL,
@@ -27,10 +27,19 @@ from components.config.base import (
     PinnedImage,
 )
 from components.config.jobs import JobsConfig, KueueConfig
-from components.facts import topology
+from components.facts import cloud_rules, topology
 from components.facts.capacity import GPU_CAPACITIES, TPU_CAPACITIES, Capacity
 from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
 
+
+def _with_prefix(value: Any) -> Any:
+    # ipaddress reads a bare address as a /32: a range of one address, never what a subnet key means.
+    if isinstance(value, str) and cloud_rules.CIDR_NEEDS_PREFIX.limit not in value:
+        raise ValueError(f"has no prefix length; allowed: {cloud_rules.CIDR_NEEDS_PREFIX.allowed}")
+    return value
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_with_prefix)]
 TpuCapacity = Literal[TPU_CAPACITIES]
 GpuCapacity = Literal[GPU_CAPACITIES]
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
@@ -53,7 +62,7 @@ class AuthorizedNetwork(ConfigModel):
 
     name: str = Field(min_length=1, max_length=63)
     """What the range is (an office, a VPN); GKE shows it as the block's display name."""
-    cidr: IPv4Network
+    cidr: Cidr
     """The range, such as 203.0.113.0/24."""
 
 
@@ -105,20 +114,20 @@ def _seed_rdma_ranges() -> tuple[IPv4Network, ...]:
 class NetworkConfig(ConfigModel):
     mtu: Int = Field(8896, ge=1300, le=8896)
     """MTU of every VPC the stack creates (8896 for accelerator traffic)."""
-    node_range: IPv4Network = IPv4Network("10.0.0.0/20")
+    node_range: Cidr = IPv4Network("10.0.0.0/20")
     """Primary subnet range of the nodes."""
-    pod_range: IPv4Network = IPv4Network("10.64.0.0/19")
+    pod_range: Cidr = IPv4Network("10.64.0.0/19")
     """Secondary range for pods; GKE gives each node a /24, so it bounds how many nodes the pools may reach."""
-    service_range: IPv4Network = IPv4Network("10.65.0.0/19")
+    service_range: Cidr = IPv4Network("10.65.0.0/19")
     """Secondary range for Services."""
-    dcn_ranges: tuple[IPv4Network, IPv4Network] = (
+    dcn_ranges: tuple[Cidr, Cidr] = (
         IPv4Network("10.50.0.0/16"),
         IPv4Network("10.60.0.0/16"),
     )
     """Subnet ranges of the two TPU DCN VPCs (created only for multislice groups)."""
-    gvnic_range: IPv4Network = IPv4Network("192.168.0.0/24")
+    gvnic_range: Cidr = IPv4Network("192.168.0.0/24")
     """Subnet range of the A4 gVNIC VPC (created only with GPU pools)."""
-    rdma_ranges: tuple[IPv4Network, ...] = Field(default_factory=_seed_rdma_ranges)
+    rdma_ranges: tuple[Cidr, ...] = Field(default_factory=_seed_rdma_ranges)
     """Subnet ranges of the RDMA VPC, one per RDMA NIC (8 for A4)."""
 
 
