@@ -77,6 +77,14 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
 # The Ray head's ports: GCS, the dashboard (also the job API, which the KubeRay operator polls) and the client.
 RAY_HEAD_PORTS = MappingProxyType({"gcs-server": 6379, "dashboard": 8265, "client": 10001})
+# The Ray of the MaxText image (workloads/maxtext/Dockerfile, requirements.txt): KubeRay refuses token
+# authentication on a RayCluster that does not state a rayVersion of 2.52.0 or later (ray-operator v1.6.2,
+# controllers/ray/utils/validation.go).
+RAY_VERSION = "2.60.0"
+# Ray's token authentication (ray 2.60, python/ray/_private/authentication): every Ray process reads the mode
+# and the token from these; KubeRay v1.6.2 sets both on every Ray container from the Secret it generates per
+# RayCluster (named as the cluster, the token under RAY_AUTH_SECRET_KEY; controllers/ray/common/pod.go).
+RAY_AUTH_MODE_ENV, RAY_AUTH_TOKEN_ENV, RAY_AUTH_SECRET_KEY = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "auth_token"
 
 # Kueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

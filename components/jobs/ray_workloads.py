@@ -3,12 +3,19 @@
 Every number a worker group or the trainer needs (replicas = slices, numOfHosts = VMs per slice,
 google.com/tpu = chips per VM, MaxText's ici_*/dcn_* mesh) comes from `topology.py` through the slice
 group the job names; the trainer gets them as flags (workloads/maxtext/train.py), never recomputes them.
+
+Every RayCluster, the standalone one and each RayJob's, runs with Ray's token authentication: KubeRay v1.6.2
+generates a random token per RayCluster into a Secret named as the cluster (owned by it, so deleted with it), and
+gives it to every Ray container, the RayJob's submitter and its own dashboard client. The token never passes
+through the program, the plan or Pulumi's state. Each Ray container also states RAY_AUTH_MODE=token itself, so an
+operator that ignored `authOptions` would start Ray closed (without a token Ray refuses to start), not open.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,7 +27,9 @@ from components.facts.gke import (
     ELASTIC_JOB_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
     METADATA_SERVER_LABEL,
+    RAY_AUTH_MODE_ENV,
     RAY_HEAD_PORTS,
+    RAY_VERSION,
     SKIP_AWAIT,
     TPU_RESOURCE,
     WORKLOAD_LABEL,
@@ -38,6 +47,13 @@ TRAINER_MODULE = "workloads.maxtext.train"
 # The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
 GCS_FUSE_MOUNT_OPTIONS = f"implicit-dirs,{FUSE_OWNER_OPTIONS},file-cache:max-size-mb:-1"
 METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
+# KubeRay v1.6.2 (apis/ray/v1/raycluster_types.go): mode token without a secretName makes the operator generate the
+# token Secret; enableK8sTokenAuth (Kubernetes RBAC instead of a token) is for standalone RayClusters only.
+RAY_AUTH_OPTIONS = MappingProxyType({"mode": "token"})
+
+
+def ray_auth_env() -> list[dict]:
+    return [{"name": RAY_AUTH_MODE_ENV, "value": "token"}]
 
 
 def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]:
@@ -98,6 +114,8 @@ class RayPods:
         every pod."""
         self._code = code
         return {
+            "authOptions": dict(RAY_AUTH_OPTIONS),
+            "rayVersion": RAY_VERSION,
             "headGroupSpec": {"rayStartParams": {}, "template": self._head_template()},
             "workerGroupSpecs": [self._worker_group(*group) for group in groups],
         }
@@ -142,6 +160,7 @@ class RayPods:
             "name": "ray-head",
             "image": self._image,
             "ports": [{"containerPort": port, "name": name} for name, port in RAY_HEAD_PORTS.items()],
+            "env": ray_auth_env(),
             "resources": {
                 "limits": {"memory": ray.head_memory},
                 "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},
@@ -199,6 +218,7 @@ class RayPods:
             prefixes = ",".join(megascale_interface_prefixes(self._args.dcn_nics))
             libtpu.append(f"--megascale_grpc_interface_prefixes={prefixes}")
         env += [
+            *ray_auth_env(),
             {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
             {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
             {"name": "LIBTPU_INIT_ARGS", "value": " ".join(libtpu)},

@@ -4,8 +4,10 @@ Dataplane V2 enforces them (docs/cloud-facts.md: network policies). What stays o
 - every flow between the namespace's own pods: Ray's head and workers (GCS, object manager, worker ports are
   dynamic), the RayJob submitter reaching the head, JAX's multislice coordinator, torchrun's rendezvous (29400)
   and NCCL's socket bootstrap. The accelerator NICs (DCN, RDMA) are extra networks no NetworkPolicy governs.
-- the Ray head's dashboard port (8265, the job API) from the whole cluster: GKE hosts the KubeRay operator, which
-  polls job status there, and documents no source address to narrow it to.
+- the Ray head's dashboard port (8265, the job API, token-authenticated: components/jobs/ray_workloads.py) from
+  the namespace's own pods (the RayJob submitter) and from kube-system's: GKE hosts the KubeRay operator outside
+  the nodes, and a hosted control plane reaches pods through the Konnectivity agents in kube-system (KubeRay's
+  dashboard client can go through the API server's proxy: ray-operator v1.6.2, `--use-kubernetes-proxy`).
 - scraping from Managed Service for Prometheus (`gmp-system`), which collects the Ray metrics.
 - egress to kube-dns, to the GKE metadata server (Workload Identity) and to addresses outside the cluster's pod
   range: Hugging Face, PyPI and Google APIs (GCS FUSE) have no fixed addresses.
@@ -24,6 +26,7 @@ import pulumi_kubernetes as k8s
 from components.facts.gke import NAMESPACE_NAME_LABEL, RAY_HEAD_PORTS, RAY_NODE_TYPE_LABEL
 
 GMP_NAMESPACE = "gmp-system"
+CONTROL_PLANE_PROXY_NAMESPACE = "kube-system"  # GKE's Konnectivity agents: the hosted control plane's way in
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -52,7 +55,15 @@ def policy_specs(pod_range: IPv4Network) -> dict[str, dict[str, Any]]:
         "allow-ray-dashboard": {
             "podSelector": {"matchLabels": {RAY_NODE_TYPE_LABEL: "head"}},
             "policyTypes": ["Ingress"],
-            "ingress": [{"ports": [tcp(RAY_HEAD_PORTS["dashboard"])]}],
+            "ingress": [
+                {
+                    "from": [
+                        everyone_here,
+                        {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: CONTROL_PLANE_PROXY_NAMESPACE}}},
+                    ],
+                    "ports": [tcp(RAY_HEAD_PORTS["dashboard"])],
+                }
+            ],
         },
         "allow-metrics-scraping": {
             "podSelector": {},

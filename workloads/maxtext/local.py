@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 import time
 from collections.abc import Sequence
@@ -74,14 +75,23 @@ def train_argv(namespace: argparse.Namespace, extra_maxtext_args: Sequence[str])
     return [*argv, "--", *maxtext_args, *extra_maxtext_args]
 
 
-def start_local_ray(workers: int) -> None:
+def require_token_auth() -> str:
+    """Token authentication on, as on the cluster (KubeRay's authOptions): every Ray process of this run, and any
+    client, must present RAY_AUTH_TOKEN. A fresh token per run unless one is set; never written to ~/.ray."""
+    os.environ["RAY_AUTH_MODE"] = "token"
+    return os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+
+
+def start_local_ray(workers: int):
+    """A local Ray cluster with token authentication; its RayContext (addresses, dashboard URL)."""
     # Set before Ray is imported: faster failure detection, and every worker's step lines shown
     # rather than folded into "[repeated Nx across cluster]".
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    require_token_auth()
     import ray
 
-    ray.init(num_cpus=workers, log_to_driver=True)
+    return ray.init(num_cpus=workers, log_to_driver=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

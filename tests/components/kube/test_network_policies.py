@@ -75,6 +75,7 @@ OTHER_TEAM = Endpoint("web", "10.64.5.10", {"app": "web"})
 KONNECTIVITY = Endpoint("kube-system", "10.64.6.10", {"k8s-app": "konnectivity-agent"})
 KUBE_DNS = Endpoint("kube-system", "10.64.7.10", {"k8s-app": "kube-dns"})
 COLLECTOR = Endpoint("gmp-system", "10.64.8.10", {"app.kubernetes.io/name": "collector"})
+NODE = Endpoint(None, "10.0.0.5")  # the dev stack's node range; not a pod of any namespace
 METADATA_SERVER = Endpoint(None, "169.254.169.252")
 HUGGING_FACE = Endpoint(None, "18.239.50.10")
 
@@ -89,6 +90,8 @@ FLOWS = [
     ("DNS", TRAINER_0, KUBE_DNS, 53, "UDP", True),
     ("Workload Identity", TRAINER_0, METADATA_SERVER, 988, "TCP", True),
     ("a Hugging Face download", TRAINER_0, HUGGING_FACE, 443, "TCP", True),
+    ("another namespace to the job API", OTHER_TEAM, HEAD, 8265, "TCP", False),
+    ("a node (or a host-network pod) to the job API", NODE, HEAD, 8265, "TCP", False),
     ("another namespace to the Ray client port", OTHER_TEAM, HEAD, 10001, "TCP", False),
     ("another namespace to the head's GCS", OTHER_TEAM, HEAD, 6379, "TCP", False),
     ("another namespace to the rendezvous", OTHER_TEAM, TRAINER_0, 29400, "TCP", False),
