@@ -31,7 +31,7 @@ preflight: $(VENV)/.preflight
 schemas: $(VENV)/.preflight
 	$(VENV)/bin/python -m preflight.checks.fetch_schemas
 
-# The README's config table, from the config models' field descriptions (a test fails when they disagree).
+# docs/configuration.md's config table, from the config models' field descriptions (a test fails when they disagree).
 docs: $(VENV)/.preflight
 	$(VENV)/bin/python -m components.config.reference --write
 

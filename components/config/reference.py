@@ -1,29 +1,37 @@
-"""The README's config table, generated from the config models' field descriptions (the one place they live).
+"""The config reference in docs/configuration.md, generated from the config models (the one place keys live).
 
     python -m components.config.reference            # print the table
-    python -m components.config.reference --write    # rewrite it in README.md between its markers
+    python -m components.config.reference --write    # rewrite it in docs/configuration.md between its markers
 
-`tests/components/config/test_config_reference.py` fails when the README's table and the models disagree.
+`tests/components/config/test_config_reference.py` fails when the page's table and the models disagree.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import types
 import typing
 from collections.abc import Iterator
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from components.config.models import NOT_A_CONFIG_KEY, StackConfig
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
-LONGEST_DEFAULT = 60
+_SCALAR_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", IPv4Network: "CIDR"}
+
+
+class Row(NamedTuple):
+    key: str
+    type: str
+    what: str
+    default: str
 
 
 def model_in(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
@@ -43,6 +51,35 @@ def _allowed(annotation: Any) -> list[str]:
     return []
 
 
+def _without_none(annotation: Any) -> Any:
+    """`X | None` and `Optional[Annotated[X, ...]]` as X: an unset optional key shows as its default, not its type."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        present = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(present) == 1:
+            return _without_none(present[0])
+    if origin is typing.Annotated:
+        return _without_none(typing.get_args(annotation)[0])
+    return annotation
+
+
+def type_name(annotation: Any) -> str:
+    """A field's type as a stack file writes it: string, integer, CIDR, list of string, map of string to integer..."""
+    annotation = _without_none(annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return "enum"
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"list of {type_name(args[0])}"
+        return f"list of {len(args)} {type_name(args[0])}"
+    if origin is dict:
+        return f"map of {type_name(args[0])} to {type_name(args[1])}"
+    if annotation in _SCALAR_TYPES:
+        return _SCALAR_TYPES[annotation]
+    raise TypeError(f"no name for the config type {annotation!r}: add it to components/config/reference.py")
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "—"
@@ -60,13 +97,11 @@ def _show(value: Any) -> str:
 def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
-    value = field.default_factory() if field.default_factory is not None else field.default
-    text = _show(value)
-    return text if len(text) <= LONGEST_DEFAULT else text[: LONGEST_DEFAULT - 1] + "…"
+    return _show(field.default_factory() if field.default_factory is not None else field.default)
 
 
-def rows(model: type[BaseModel] = StackConfig, prefix: str = "") -> Iterator[tuple[str, str, str]]:
-    """(key path, what, default) for every key a stack file may set, depth first."""
+def rows(model: type[BaseModel] = StackConfig, prefix: str = "") -> Iterator[Row]:
+    """Every key a stack file may set, depth first, with its type, description and whole default."""
     for name, field in model.model_fields.items():
         if field.json_schema_extra == NOT_A_CONFIG_KEY:
             continue
@@ -78,30 +113,33 @@ def rows(model: type[BaseModel] = StackConfig, prefix: str = "") -> Iterator[tup
         what = " ".join((field.description or "").split())  # a docstring may wrap; a table cell may not
         if allowed := _allowed(field.annotation):
             what += f" Allowed: {', '.join(allowed)}."
-        yield key, what, _default(field)
+        yield Row(key, type_name(field.annotation), what, _default(field))
 
 
 def markdown_table() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| key | what | default |", "| --- | --- | --- |"]
-    lines += [f"| `{key}` | {cell(what)} | {cell(default)} |" for key, what, default in rows()]
+    lines = ["| key | type | what | default |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{r.key}` | {r.type} | {cell(r.what)} | {cell(r.default)} |" for r in rows()]
     return "\n".join(lines)
 
 
-def readme_with_table(readme: str) -> str:
-    before, _, rest = readme.partition(START)
+def page_with_table(page: str) -> str:
+    """`page` with the generated table between its markers (which must be there)."""
+    if START not in page or END not in page:
+        raise ValueError(f"{PAGE.name} has no {START} ... {END} markers for the config table")
+    before, _, rest = page.partition(START)
     _, _, after = rest.partition(END)
     return f"{before}{START}\n{markdown_table()}\n{END}{after}"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m components.config.reference", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the table in README.md")
+    parser.add_argument("--write", action="store_true", help="rewrite the table in docs/configuration.md")
     args = parser.parse_args(argv)
     if args.write:
-        README.write_text(readme_with_table(README.read_text(encoding="utf-8")), encoding="utf-8")
+        PAGE.write_text(page_with_table(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
     else:
         print(markdown_table())
 
