@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfig, trainer_argv, trainer_refusal
@@ -18,16 +18,19 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     pools = {pool.name: pool for pool in config.gpu_pools}
     # A token in an argument sits in clear text in the stack file, parked job or not.
     for index, job in enumerate(config.jobs.maxtext):
-        yield from _secret_problems(f"trainyard:jobs.maxtext[{index}].extraArgs", job.extra_args, MAXTEXT_SECRET_ROUTE)
+        yield from _secret_problems(f"trainyard:jobs.maxtext[{index}].extraArgs", job.extra_args, SECRET_ROUTE)
+        yield from _token_key_problems(f"trainyard:jobs.maxtext[{index}]", job.hf_token_key)
     for index, job in enumerate(config.jobs.fsdp):
-        yield from _secret_problems(f"trainyard:jobs.fsdp[{index}].args", job.args, FSDP_SECRET_ROUTE)
+        yield from _secret_problems(f"trainyard:jobs.fsdp[{index}].args", job.args, SECRET_ROUTE)
+        yield from _token_key_problems(f"trainyard:jobs.fsdp[{index}]", job.hf_token_key)
+    yield from _libtpu_secret_problems(config.jobs.ray.libtpu_init_args)
     # Jobs switched off are parked: they are checked against the slices and pools, and their arguments against
     # the trainer, when switched on.
     for index, job in enumerate(config.jobs.maxtext):
         if not job.enabled:
             continue
         path = f"trainyard:jobs.maxtext[{index}]"
-        extra_args = {key: value for key, value in job.extra_args.items() if not is_secret_argument(key, value)}
+        extra_args = {key: value for key, value in job.extra_args.items() if not carries_a_secret(key, value)}
         yield from _set_by_trainyard_problems(path, job, extra_args)
         group = groups.get(job.slices)
         if group is None:
@@ -64,12 +67,6 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         elif job.nodes > pool.max_nodes:
             yield ConfigProblem(
                 f"{path}.nodes", job.nodes, f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})"
-            )
-        if job.hf_token_key and job.hf_token_key.startswith("trainyard:"):
-            yield ConfigProblem(
-                f"{path}.hfTokenKey",
-                job.hf_token_key,
-                "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
             )
     yield from _job_name_problems(config)
     yield from _smoke_problems(config)
@@ -128,13 +125,12 @@ SECRET_VALUE = re.compile(r"(?<![A-Za-z0-9])(hf_|gh[pousr]_|github_pat_|AIza)[A-
 # A key whose last word names a secret: hf_access_token, hub-token, api_secret, password (not tokenizer-id, and
 # not MaxText's num_moe_token_chunks, which only count tokens).
 SECRET_WORDS = {"token", "secret", "password", "passwd", "credential", "credentials", "apikey"}
-FSDP_SECRET_ROUTE = (
+SECRET_ROUTE = (
     "a Hugging Face token reaches the trainer only through a Kubernetes Secret: set hfTokenKey and "
     "`pulumi config set --secret huggingface:token hf_...`"
 )
-MAXTEXT_SECRET_ROUTE = (
-    "none; tokens reach pods only through Kubernetes Secrets, as an FSDP job's hfTokenKey, and MaxText jobs take none"
-)
+# A value that only counts or switches: MaxText's num_moe_token_chunks=4 names the word but holds no secret.
+_PLAIN_COUNT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false", re.IGNORECASE)
 
 
 def _names_a_secret(key: str) -> bool:
@@ -152,15 +148,46 @@ def is_secret_argument(key: str, value: str) -> bool:
     return bool(SECRET_VALUE.search(value) or (value and _names_a_secret(key)))
 
 
+def carries_a_secret(key: str, value: str) -> bool:
+    """A token-looking value, or a key with a secret's word anywhere in it (hub_token_file, token_hf, api_secret_path:
+    `*token*`), unless its value is a plain number or boolean."""
+    if is_secret_argument(key, value):
+        return True
+    words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower())
+    return not _PLAIN_COUNT.fullmatch(value) and any(is_secret_argument(word, value) for word in words)
+
+
 def _secret_problems(path: str, arguments: Mapping[str, str], route: str) -> Iterator[ConfigProblem]:
     """A token in a trainer argument would sit in clear text in the stack file, Pulumi's state and the pod spec."""
     for key, value in arguments.items():
-        if is_secret_argument(key, value):
+        if carries_a_secret(key, value):
             yield ConfigProblem(
                 f"{path}.{key}",
                 masked(value),
                 f"is a secret in clear text, in the stack file, the state and the pod spec (allowed: {route})",
             )
+
+
+def _libtpu_secret_problems(arguments: Sequence[str]) -> Iterator[ConfigProblem]:
+    """LIBTPU_INIT_ARGS is a container env value in clear text on every TPU worker."""
+    for index, argument in enumerate(arguments):
+        flag, _, value = argument.lstrip("-").partition("=")
+        if carries_a_secret(flag, value):
+            yield ConfigProblem(
+                f"trainyard:jobs.ray.libtpuInitArgs[{index}]",
+                masked(argument),
+                "is a secret in clear text, in the stack file, the state and the pod spec (allowed: XLA and libtpu "
+                "flags only)",
+            )
+
+
+def _token_key_problems(path: str, hf_token_key: str | None) -> Iterator[ConfigProblem]:
+    if hf_token_key and hf_token_key.startswith("trainyard:"):
+        yield ConfigProblem(
+            f"{path}.hfTokenKey",
+            hf_token_key,
+            "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
+        )
 
 
 # torch_workloads names a folder per revision; the trainer takes any path as --output-dir.
@@ -216,7 +243,7 @@ def _trainer_args_problems(path: str, job: FsdpJobConfig) -> Iterator[ConfigProb
     remaining: dict[str, str] = {}
     seen: dict[str, str] = {}
     for key, value in job.args.items():
-        if is_secret_argument(key, value):
+        if carries_a_secret(key, value):
             continue  # reported as a secret, and never shown
         if problem := _trainer_flag_problem(path, key, value, seen):
             yield problem

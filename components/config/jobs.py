@@ -65,6 +65,16 @@ def trainer_refusal(argv: Sequence[str]) -> str | None:
     return None
 
 
+def gated_repositories(said: Sequence[str] | None, repositories: Sequence[str]) -> list[str]:
+    """The repositories that need a token: as the config says, or the known gated ones when it is silent."""
+    if said is not None:
+        return list(said)
+    return [repository for repository in repositories if known_gated(repository)]
+
+
+# MaxText arguments that name a Hugging Face repository it downloads (maxtext/configs/base.yml).
+MAXTEXT_HUB_ARGUMENTS = ("hf_path", "tokenizer_path")
+
 RemPolicy = Literal[
     "minimal",
     "save_dot_with_context_except_mlp",
@@ -179,7 +189,30 @@ class MaxTextJobConfig(ConfigModel):
     """MaxText checkpoint_period: steps between checkpoints, the most a restart loses."""
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
     """Further MaxText key=value arguments: none that trainyard sets from the keys above (model_name, steps,
-    run_name, checkpoint_period...; mesh sizes go in ici/dcn) and no tokens."""
+    run_name, checkpoint_period...; mesh sizes go in ici/dcn) and no tokens (hfTokenKey carries the Hugging Face
+    token)."""
+    # As an FSDP job's: the Secret's value reaches the Ray pods as HF_TOKEN, which MaxText reads when
+    # hf_access_token is unset (maxtext/configs/pyconfig.py). Unset by default: most MaxText runs read GCS or
+    # synthetic data, and a token is given only to the jobs that name it.
+    hf_token_key: str | None = Field(None, pattern=CONFIG_KEY)
+    """Pulumi secret config key of the Hugging Face token, outside the trainyard namespace (e.g. huggingface:token);
+    it reaches the Ray pods as HF_TOKEN, which MaxText reads for its hf_access_token. Unset: no token."""
+    gated: tuple[str, ...] | None = None
+    """Which Hugging Face repositories the job reads are gated (they need hfTokenKey set); unset: those of
+    meta-llama among extraArgs' hf_path and tokenizer_path."""
+
+    @property
+    def hub_repositories(self) -> list[str]:
+        """The Hugging Face repositories MaxText may download: its dataset and tokenizer as extraArgs name them."""
+        return [self.extra_args[key] for key in MAXTEXT_HUB_ARGUMENTS if self.extra_args.get(key)]
+
+    @property
+    def gated_repositories(self) -> list[str]:
+        return gated_repositories(self.gated, self.hub_repositories)
+
+    @property
+    def needs_token(self) -> bool:
+        return bool(self.gated_repositories)
 
     @property
     def elastic(self) -> bool:
@@ -250,10 +283,7 @@ class FsdpJobConfig(ConfigModel):
 
     @property
     def gated_repositories(self) -> list[str]:
-        """The repositories that need a token: as the config says, or the known gated ones when it is silent."""
-        if self.gated is not None:
-            return list(self.gated)
-        return [repository for repository in self.hub_repositories if known_gated(repository)]
+        return gated_repositories(self.gated, self.hub_repositories)
 
     @property
     def needs_token(self) -> bool:

@@ -1,7 +1,9 @@
 """The Hugging Face token: set as a Pulumi secret, and set wherever a job downloads a gated repository.
 
 A token in clear text is refused everywhere (it would sit unencrypted in the stack file and the state); one
-written into a trainer argument (FSDP args, MaxText extraArgs) already when the stack loads (job_checks). A
+written into a trainer argument (FSDP args, MaxText extraArgs) already when the stack loads (job_checks). FSDP and
+MaxText jobs take it the same way: hfTokenKey names the secret, a Kubernetes Secret holds it, and the pods read it
+through a secretKeyRef (components/jobs/hf_token.py). A
 gated job without a token stops `pulumi up` before any resource exists (its pods could only fail on the
 cluster); a preview (and preflight, which never holds a shipped stack's secrets) shows the same line as a
 warning.
@@ -26,7 +28,7 @@ def _set_command(key: str) -> str:
 def token_problems(config: StackConfig) -> tuple[list[str], list[str]]:
     """(tokens set in clear text, gated jobs without a token), one line each."""
     clear, missing = [], []
-    for job in config.jobs.enabled_fsdp:
+    for job in (*config.jobs.enabled_maxtext, *config.jobs.enabled_fsdp):
         key = job.hf_token_key
         value = runtime_config.get_config(key) if key else None
         if key and value is not None and not runtime_config.is_config_secret(key):

@@ -34,6 +34,7 @@ from components.facts.gke import (
     TPU_RESOURCE,
     WORKLOAD_LABEL,
 )
+from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, POD_TOKEN, container_security, pod_security
 from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes, nics_per_worker
 from components.kube.revision import retained, revision_name
@@ -106,13 +107,18 @@ class RayPods:
         self._image = args.image
         self._dranet = args.dranet
         self._code: WorkloadCode | None = None
+        self._secret_env: list[dict] = []
 
     def cluster_spec(
-        self, groups: list[tuple[TpuSliceConfig, int, int, bool]], code: WorkloadCode | None = None
+        self,
+        groups: list[tuple[TpuSliceConfig, int, int, bool]],
+        code: WorkloadCode | None = None,
+        secret_env: list[dict] | None = None,
     ) -> dict:
         """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on
-        every pod."""
+        every pod; `secret_env` (secretKeyRef entries) in every Ray container."""
         self._code = code
+        self._secret_env = list(secret_env or [])
         return {
             "authOptions": dict(RAY_AUTH_OPTIONS),
             "rayVersion": RAY_VERSION,
@@ -160,7 +166,7 @@ class RayPods:
             "name": "ray-head",
             "image": self._image,
             "ports": [{"containerPort": port, "name": name} for name, port in RAY_HEAD_PORTS.items()],
-            "env": ray_auth_env(),
+            "env": [*ray_auth_env(), *self._secret_env],
             "resources": {
                 "limits": {"memory": ray.head_memory},
                 "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},
@@ -222,6 +228,7 @@ class RayPods:
             {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
             {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
             {"name": "LIBTPU_INIT_ARGS", "value": " ".join(libtpu)},
+            *self._secret_env,
         ]
         return env
 
@@ -259,12 +266,15 @@ class RayWorkloads(pulumi.ComponentResource):
         annotations = dict(SKIP_AWAIT)
         if job.elastic:
             annotations[ELASTIC_JOB_ANNOTATION] = "true"
+        token = hf_token_secret(job.name, job.hf_token_key, self._namespace, self._opts)
+        secret_env = [hf_token_env(job.name)] if token is not None else []
+        needs = [self._code.config_map, *([token] if token is not None else [])]
         spec = {
             "entrypoint": maxtext_entrypoint(job, group),
             "runtimeEnvYAML": f"working_dir: {self._code.ray_working_dir}\n",
             "shutdownAfterJobFinishes": True,
             "suspend": True,
-            "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code),
+            "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code, secret_env),
         }
         # Named by content and retained when superseded (kube/revision.py); MaxText's run folder is the job's,
         # so a new revision resumes from the checkpoints of the one before.
@@ -279,7 +289,5 @@ class RayWorkloads(pulumi.ComponentResource):
                 annotations=annotations,
             ),
             spec=spec,
-            opts=retained(
-                pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[self._code.config_map]))
-            ),
+            opts=retained(pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=needs))),
         )

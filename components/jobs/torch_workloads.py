@@ -31,6 +31,7 @@ from components.facts.gke import (
     TOPOLOGY_BLOCK_LABEL,
     WORKLOAD_LABEL,
 )
+from components.jobs.hf_token import HF_TOKEN_SECRET_KEY, hf_token_secret, hf_token_secret_name
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.kube.revision import FINISHED_TTL_SECONDS, retained, revision_name
@@ -40,7 +41,6 @@ from components.kube.workload_target import WorkloadTarget
 RDZV_PORT = 29400
 DATA_MOUNT = "/data"
 CACHE_MOUNT = "/cache"  # an emptyDir on the node's local SSDs: the model download (~140 GB for 70B) and caches
-HF_TOKEN_SECRET_KEY = "token"
 GCS_FUSE_MOUNT_OPTIONS = (
     f"implicit-dirs,{FUSE_OWNER_OPTIONS},"
     "file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
@@ -197,7 +197,7 @@ class TorchWorkloads(pulumi.ComponentResource):
 
     def _fsdp_job(self, job: FsdpJobConfig, pool: GpuPoolConfig) -> k8s.batch.v1.Job:
         service = self._service(job)
-        token = self._hf_token_secret(job)
+        token = hf_token_secret(job.name, job.hf_token_key, self._namespace, self._opts)
         env = [
             k8s.core.v1.EnvVarArgs(name=key, value=value)
             for key, value in nccl_env(pool.machine.nccl_tuner_config).items()
@@ -216,7 +216,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                     name=huggingface.TOKEN_ENV,
                     value_from=k8s.core.v1.EnvVarSourceArgs(
                         secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
-                            name=f"{job.name}-hf-token", key=HF_TOKEN_SECRET_KEY
+                            name=hf_token_secret_name(job.name), key=HF_TOKEN_SECRET_KEY
                         )
                     ),
                 )
@@ -304,20 +304,5 @@ class TorchWorkloads(pulumi.ComponentResource):
                 selector={WORKLOAD_LABEL: job.name},
                 ports=[k8s.core.v1.ServicePortArgs(name="rdzv", port=RDZV_PORT, target_port=RDZV_PORT)],
             ),
-            opts=self._opts,
-        )
-
-    def _hf_token_secret(self, job: FsdpJobConfig) -> k8s.core.v1.Secret | None:
-        if not job.hf_token_key:
-            return None
-        namespace, _, key = job.hf_token_key.partition(":")
-        token = pulumi.Config(namespace).get_secret(key)
-        if token is None:  # components.config.tokens stopped or warned already if the job needs one
-            return None
-        return k8s.core.v1.Secret(
-            f"secret-{job.name}-hf-token",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{job.name}-hf-token", namespace=self._namespace),
-            type="Opaque",
-            string_data={HF_TOKEN_SECRET_KEY: token},
             opts=self._opts,
         )

@@ -436,9 +436,27 @@ BAD_CONFIGS = [
         "trainyard:jobs.maxtext[0].extraArgs.hf_access_token",
         '"…"',
         (
-            "is a secret in clear text, in the stack file, the state and the pod spec (allowed: none; tokens reach "
-            "pods only through Kubernetes Secrets"
+            "is a secret in clear text, in the stack file, the state and the pod spec (allowed: a Hugging Face token "
+            "reaches the trainer only through a Kubernetes Secret: set hfTokenKey"
         ),
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "extraArgs", {"token_for_hub": "plain-words"}),
+        "trainyard:jobs.maxtext[0].extraArgs.token_for_hub",
+        '"…"',
+        "is a secret in clear text",
+    ),
+    (
+        _set("trainyard:jobs", "maxtext", 0, "hfTokenKey", "trainyard:hfToken"),
+        "trainyard:jobs.maxtext[0].hfTokenKey",
+        '"trainyard:hfToken"',
+        "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
+    ),
+    (
+        _set("trainyard:jobs", "ray", "libtpuInitArgs", ["--xla_tpu_enable_async_all_gather=true", "--hub_token=x1"]),
+        "trainyard:jobs.ray.libtpuInitArgs[1]",
+        '"…"',
+        "is a secret in clear text, in the stack file, the state and the pod spec (allowed: XLA and libtpu flags",
     ),
     (
         _set("trainyard:jobs", "maxtext", 1, "extraArgs", {"dataset_path": "gs://x/hf_" + "q" * 30}),
