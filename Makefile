@@ -10,7 +10,9 @@ PREFLIGHT_FLAGS ?=
 # (tests/components/jobs/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
-.PHONY: preflight test test-infra lint schemas train-local docs
+.PHONY: preflight plan diff forecast test test-infra lint schemas train-local docs
+
+TRAINYARD := $(VENV)/bin/trainyard
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
@@ -19,12 +21,26 @@ $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/require
 	$(VENV)/bin/pip install --quiet -r requirements-preflight.txt
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.preflight requirements-dev.txt
+# The `trainyard` command (pyproject.toml: [project.scripts]), an editable install that copies nothing: it runs
+# this checkout's code from any folder, no activation needed. setuptools is already in .venv (pulumi-policy needs it).
+$(TRAINYARD): $(VENV)/.preflight pyproject.toml
+	PYTHONWARNINGS=ignore $(VENV)/bin/pip install --quiet --no-deps --no-build-isolation --editable .
+	touch $@
+
+$(VENV)/.dev: $(TRAINYARD) requirements-dev.txt
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $@
 
-preflight: $(VENV)/.preflight
-	$(VENV)/bin/python -m preflight --stack $(STACK) $(PREFLIGHT_FLAGS)
+# One target per verb (`.venv/bin/trainyard VERB --help` says more): make preflight|plan|forecast [STACK=dev],
+# make diff [BASE=<git revision>] [STACK=dev].
+preflight plan: $(TRAINYARD)
+	$(TRAINYARD) plan --stack $(STACK) $(PREFLIGHT_FLAGS)
+
+diff: $(TRAINYARD)
+	$(TRAINYARD) diff --stack $(STACK) $(if $(BASE),--base $(BASE))
+
+forecast: $(TRAINYARD)
+	$(TRAINYARD) forecast --stack $(STACK)
 
 # Re-fetch the pinned CRD schemas from their upstream commits into .cache/ (looked up before the copies
 # vendored in preflight/checks/crds/), checking every file's sha256; needs the internet.

@@ -1,254 +1,47 @@
-"""`python -m preflight --stack dev [--json FILE]`: plan a stack offline, check it, and print the verdict.
+"""`python -m preflight [VERB] ...`: the trainyard command line (preflight/cli.py); no verb plans the stack.
 
-`python -m preflight diff --base REF` prints what a change does to a stack (see preflight/diff/revisions.py).
-Exit codes: 0 planned and every check passed, 1 a check failed (schema or mandatory policy; with
---strict-schemas also a custom resource left unchecked for want of its schema), 2 the stack config, a stack
-file or the policy pack config is invalid.
+This file runs under whatever Python started it, so it checks first, in syntax any Python 3 reads, that it is
+the project's venv: a system Python without the pinned packages gets one line saying what to run instead of an
+import traceback.
 """
 
-from __future__ import annotations
-
-import argparse
-import json
+import importlib.util
 import sys
-import textwrap
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TextIO
 
-from components.config.job_checks import driver_summary
-from components.config.load import ConfigError, load_stack_config
-from components.config.tokens import TokenError
-from components.facts import cost
-from preflight.checks import policy_runner, provider_inputs
-from preflight.checks.admission import Admission, AdmissionProblem, check_admission, workload_config_keys
-from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
-from preflight.checks.placement import PlacementProblem, check_placement
-from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
-from preflight.engine.plan import Plan, plan_stack
-from preflight.engine.stack_files import StackFileError, find_project_dir
-from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
-from preflight.report import render_plan
-
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
-WIDTH = 100  # the report fits a 100-column terminal; the JSON keeps every message whole
-PROGRESS_AFTER_SECONDS = 1.0
+NEEDED = ("pulumi", "pulumi_gcp", "pulumi_kubernetes", "pydantic", "yaml", "ruamel.yaml", "jsonschema")
+HOW = "run `make preflight`, then use .venv/bin/trainyard"
 
 
-@dataclass
-class Verdict:
-    """Everything preflight concludes about a plan."""
-
-    schemas: SchemaCheck
-    placement: list[PlacementProblem]
-    pod_templates: int
-    admitted: list[Admission]
-    admission: list[AdmissionProblem]  # workloads Kueue would never admit
-    provider_inputs: list[ProviderInputProblem]
-    policies: list[policy_runner.Verdict]
-    cost: cost.StackCost
-    forecast: list[AnyForecast] = field(default_factory=list)
-    gpu_software: list[str] = field(default_factory=list)  # per GPU pool: what its nodes carry, the driver it needs
-    strict_schemas: bool = False
-
-    @property
-    def failed(self) -> bool:
-        unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
-        return (
-            bool(self.schemas.problems)
-            or unchecked_fails
-            or bool(self.placement)
-            or bool(self.admission)
-            or any(result.cannot_run for result in self.forecast)
-            or bool(self.provider_inputs)
-            or policy_runner.has_mandatory(self.policies)
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
-            "schemaUnchecked": self.schemas.unchecked,
-            "providerInputProblems": [
-                {"resource": p.resource, "path": p.path, "reason": p.reason} for p in self.provider_inputs
-            ],
-            "placementProblems": [
-                {"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement
-            ],
-            "admission": {
-                "admitted": [{"workload": a.workload, "flavors": a.flavors} for a in self.admitted],
-                "problems": [
-                    {"workload": p.workload, "podSet": p.pod_set, "reason": p.reason, "configKey": p.key}
-                    for p in self.admission
-                ],
-            },
-            "policies": [verdict.to_json() for verdict in self.policies],
-            "cost": self.cost.to_json(),
-            "forecast": [result.to_json() for result in self.forecast],
-            "gpuSoftware": self.gpu_software,
-        }
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the plan and its verdict as JSON to FILE")
-    parser.add_argument(
-        "--project-dir", type=Path, default=None, help="folder with Pulumi.yaml (default: found from cwd)"
-    )
-    parser.add_argument(
-        "--pack-config",
-        type=Path,
-        default=None,
-        help="policy pack config JSON (default: policies/config.<stack>.json when it exists)",
-    )
-    parser.add_argument(
-        "--strict-schemas",
-        action="store_true",
-        help="fail (exit 1) when a custom resource cannot be schema-checked for want of its schema",
-    )
-    return parser.parse_args(argv)
-
-
-def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
-    plan_json = plan.to_json()
-    config = load_stack_config(plan.config, plan.stack)
-    pod_templates, placement = check_placement(plan_json["resources"])
-    admitted, admission = check_admission(plan_json["resources"], workload_config_keys(config))
-    forecasts = stack_forecasts(config)
-    return Verdict(
-        schemas=check_manifests(plan.manifests, config.cluster.version),
-        placement=placement,
-        pod_templates=pod_templates,
-        admitted=admitted,
-        admission=admission,
-        provider_inputs=check_provider_inputs(plan_json["resources"]),
-        policies=policy_runner.evaluate(plan_json, pack_config_with_forecast(pack_config, forecasts)),
-        cost=cost.estimate(plan_json["resources"]),
-        forecast=forecasts,
-        gpu_software=[driver_summary(config, pool) for pool in config.gpu_pools],
-        strict_schemas=strict_schemas,
-    )
-
-
-def print_report(plan: Plan, verdict: Verdict) -> None:
-    say(render_plan(plan.project, plan.stack, plan.resources))
-    schemas = verdict.schemas
-    say(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(schemas.problems)} problems")
-    say_each(schemas.problems)
-    if schemas.unchecked:
-        outcome = "an error (--strict-schemas)" if verdict.strict_schemas else "not an error"
-        say(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
-        say_each([*schemas.unchecked, f"To check them: {HOW_TO_GET_SCHEMAS}."])
-    checked = sum(1 for resource in plan.resources if provider_inputs.is_checked(resource.type, resource.custom))
-    say(f"\nProvider inputs: {checked} GCP and image resources, {len(verdict.provider_inputs)} problems")
-    say_each(verdict.provider_inputs)
-    say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
-    say_each(verdict.placement)
-    queued = len(verdict.admitted) + len({p.workload for p in verdict.admission})
-    say(
-        f"\nKueue admission (v0.19.2, as its code admits): {queued} queued workloads, {len(verdict.admission)} problems"
-    )
-    say_each([*(f"{a.workload}: admitted on {a.flavor_list}" for a in verdict.admitted), *verdict.admission])
-    if verdict.gpu_software:
-        say("\nGPU software (components/facts/gpu_software.py; docs/cloud-facts.md: the A4 GPU software stack):")
-        say_each(verdict.gpu_software)
-    say("\nPolicies:")
-    say(policy_runner.render_table(verdict.policies))
-    say("\nCost (USD per hour):")
-    say(cost.render_table(verdict.cost))
-    if verdict.forecast:
-        say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
-        say_each(line for result in verdict.forecast for line in result.lines())
-
-
-def say(text: str, file: TextIO = sys.stdout) -> None:
-    """Print `text` within the terminal width: a longer line wraps, its continuation indented."""
-    for line in text.splitlines() or [""]:
-        indent = " " * (len(line) - len(line.lstrip()) + 4)
-        wrapped = textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
-        print("\n".join(wrapped) if wrapped else "", file=file)
-
-
-def say_each(items: Iterable[object]) -> None:
-    for item in items:
-        say(f"  {item}")
-
-
-def verdict_line(plan: Plan, verdict: Verdict) -> str:
-    resources = sum(1 for resource in plan.resources if resource.custom)
-    counts = {
-        "schema": len(verdict.schemas.problems) + (len(verdict.schemas.unchecked) if verdict.strict_schemas else 0),
-        "provider input": len(verdict.provider_inputs),
-        "placement": len(verdict.placement),
-        "admission": len(verdict.admission),
-        "mandatory policy": sum(1 for v in verdict.policies if v.level == "mandatory"),
-        "does not fit": sum(1 for result in verdict.forecast if result.cannot_run),
-    }
-    total = sum(counts.values())
-    where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
-    cost_range = f"${verdict.cost.min_usd_per_hour:,.2f}–${verdict.cost.max_usd_per_hour:,.2f}/h"
-    summary = f"{resources} resources, {len(plan.manifests)} objects, {total} problems{f' ({where})' if where else ''}"
-    return f"preflight: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
-
-
-@contextmanager
-def progress(doing: str) -> Iterator[None]:
-    """Say on stderr what preflight is doing, if it takes longer than about a second."""
-    timer = threading.Timer(PROGRESS_AFTER_SECONDS, lambda: print(f"preflight: {doing}…", file=sys.stderr, flush=True))
-    timer.daemon = True
-    timer.start()
+def _missing(name):
     try:
-        yield
-    finally:
-        timer.cancel()
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:  # a dotted name whose parent package is absent
+        return True
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["diff"]:
-        from preflight.diff import revisions
+def environment_problem():
+    """Why this interpreter cannot run preflight, or None."""
+    if sys.version_info < (3, 12):  # noqa: UP036 (this check is for the Pythons the project does not support)
+        version = ".".join(str(part) for part in sys.version_info[:2])
+        return f"preflight: needs Python 3.12 or newer, this is {version}: {HOW}"
+    missing = [name for name in NEEDED if _missing(name)]
+    if missing:
+        return f"preflight: this Python has no {missing[0]}: {HOW}"
+    return None
 
-        return revisions.main(argv[1:])
-    if argv[:1] == ["forecast"]:
-        from preflight.forecast import report
 
-        return report.main(argv[1:])
-    args = parse_args(argv)
-    try:
-        project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()
-        with progress(f"planning stack {args.stack} (running the program under mocks)"):
-            plan = plan_stack(args.stack, project_dir)
-        pack_config = (
-            policy_runner.load_pack_config(args.pack_config)
-            if args.pack_config
-            else policy_runner.pack_config_for_stack(args.stack, project_dir)
-        )
-        with progress("checking schemas, provider inputs, placement, policies and cost"):
-            verdict = check(plan, pack_config, args.strict_schemas)
-    except (ConfigError, StackFileError, TokenError, policy_runner.PackConfigError) as error:
-        print(f"preflight: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
-        return EXIT_INVALID_CONFIG
-    except UnsupportedKubernetesVersion as error:
-        # The schemas preflight checks objects against bound the versions it can vouch for.
-        print(
-            f"preflight: invalid stack config for {args.stack!r}:\ntrainyard:cluster.version: {error}", file=sys.stderr
-        )
-        return EXIT_INVALID_CONFIG
-    print_report(plan, verdict)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**plan.to_json(), **verdict.to_json()}, indent=2) + "\n")
-        say(f"\nPlan written to {args.json}")
-    if verdict.failed:
-        say(f"\n{verdict_line(plan, verdict)}", file=sys.stderr)
-        return EXIT_CHECK_FAILED
-    say(f"\n{verdict_line(plan, verdict)}")
-    return EXIT_OK
+if __name__ == "__main__":
+    problem = environment_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
 
+from preflight.cli import main
+from preflight.cli_output import progress
+from preflight.cli_plan import EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG, EXIT_OK, Verdict, check
+
+# Tests and older callers import these from here.
+__all__ = ["EXIT_CHECK_FAILED", "EXIT_INVALID_CONFIG", "EXIT_OK", "Verdict", "check", "main", "progress"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,50 @@
+"""The `forecast` verb: every enabled job's step time, throughput, MFU and cost, from the stack config alone.
+
+It reads what preflight/forecast/ computes (stack_forecasts, pack_config_with_forecast) and prints it within
+100 columns, or as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from components.config.load import ConfigError, load_stack_config
+from components.config.tokens import TokenError
+from preflight.cli_output import progress, say
+from preflight.engine.stack_files import StackFileError, find_project_dir, read_stack_files
+from preflight.forecast.report import pack_config_with_forecast, stack_forecasts
+
+EXIT_OK, EXIT_INVALID_CONFIG = 0, 2
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        project_dir = (args.project_dir or find_project_dir(Path.cwd())).resolve()
+        files = read_stack_files(project_dir, args.stack)
+        config = load_stack_config(files.config, args.stack)
+    except (ConfigError, StackFileError, TokenError) as error:
+        print(f"preflight forecast: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    with progress(f"forecasting the jobs of stack {args.stack}"):
+        forecasts = stack_forecasts(config)
+    if args.pack_config is not None:
+        pack_config = json.loads(args.pack_config.read_text()) if args.pack_config.is_file() else {}
+        print(json.dumps(pack_config_with_forecast(pack_config, forecasts), indent=2))
+        return EXIT_OK
+    if args.json is not None:
+        text = json.dumps({"stack": args.stack, "forecast": [result.to_json() for result in forecasts]}, indent=2)
+        if str(args.json) == "-":
+            print(text)
+            return EXIT_OK
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n")
+    if not forecasts:
+        print(f"Stack {args.stack} enables no job (trainyard:jobs): nothing to forecast.")
+    for result in forecasts:
+        say("\n".join(result.lines()))
+    if args.json is not None:
+        print(f"\nForecasts written to {args.json}")
+    return EXIT_OK

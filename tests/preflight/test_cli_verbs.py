@@ -1,0 +1,102 @@
+"""The command line as a new user meets it: `trainyard --help` names every verb, each verb's help shows examples,
+the console script runs unactivated from any folder, and a Python without the venv gets one line, not a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from preflight.cli import VERBS, with_verb
+from tests.helpers.plans import PROJECT_DIR, dev_config_values
+
+TRAINYARD = Path(sys.executable).parent / "trainyard"
+
+
+def run(*command: str | Path, cwd: Path = PROJECT_DIR) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(part) for part in command], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+def preflight(*args: str, cwd: Path = PROJECT_DIR) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "preflight", *args, cwd=cwd)
+
+
+def test_help_lists_every_verb_with_examples():
+    result = preflight("--help")
+    assert result.returncode == 0, result.stderr
+    verbs = result.stdout.split("verbs:", 1)[1]
+    for verb in VERBS:
+        assert f"\n    {verb} " in verbs
+    assert "examples:" in result.stdout and "make preflight" in result.stdout
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_each_verb_has_help_with_examples_within_100_columns(verb):
+    result = preflight(verb, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "--stack" in result.stdout
+    examples = result.stdout.split("examples:\n", 1)[1]
+    assert f"trainyard {verb}" in examples
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+
+
+def test_no_verb_is_plan_and_a_verb_stays_as_given():
+    assert with_verb(["--stack", "dev"]) == ["plan", "--stack", "dev"]
+    assert with_verb([]) == ["plan"]
+    assert with_verb(["forecast", "--stack", "dev"]) == ["forecast", "--stack", "dev"]
+    assert with_verb(["--help"]) == ["--help"]
+
+
+def test_the_console_script_runs_unactivated_from_another_folder(tmp_path):
+    assert TRAINYARD.is_file(), f"{TRAINYARD} missing: `make .venv/bin/trainyard` installs it"
+    result = run(TRAINYARD, "forecast", "--project-dir", PROJECT_DIR, "--json", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    forecast = json.loads(result.stdout)
+    assert forecast["stack"] == "dev"
+    assert {entry["job"] for entry in forecast["forecast"]} >= {"llama31-70b-fsdp", "llama3-8b"}
+
+
+def test_a_python_without_the_venv_gets_one_line_not_a_traceback():
+    # -S leaves out site-packages: the interpreter a user has before `make preflight` built .venv.
+    result = run(sys.executable, "-S", "-m", "preflight", "--stack", "dev")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "preflight: this Python has no pulumi: run `make preflight`, then use .venv/bin/trainyard"
+    )
+
+
+def test_the_venv_python_passes_the_environment_check():
+    from preflight.__main__ import environment_problem
+
+    assert environment_problem() is None
+
+
+def test_forecast_text_fits_100_columns():
+    result = preflight("forecast", "--stack", "dev")
+    assert result.returncode == 0, result.stderr
+    assert "llama31-70b-fsdp: meta-llama/Llama-3.1-70B" in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+
+
+def test_forecast_of_a_bad_stack_exits_2_naming_the_key(tmp_path):
+    values = dev_config_values()
+    values["trainyard:tpuSlices"][0]["topology"] = "4x3"
+    (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.broken.yaml").write_text(json.dumps({"config": values}))
+    result = preflight("forecast", "--stack", "broken", "--project-dir", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert 'trainyard:tpuSlices[0].topology: "4x3" is not a v6e topology' in result.stderr
+
+
+def test_plan_json_on_stdout_is_the_plan_alone(tmp_path):
+    result = preflight("plan", "--stack", "dev", "--json", "-")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert (plan["project"], plan["stack"]) == ("trainyard", "dev") and "forecast" in plan
+    assert result.stderr.rstrip().splitlines()[-1].startswith("preflight: OK — ")
