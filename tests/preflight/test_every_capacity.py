@@ -48,9 +48,11 @@ def assert_preflight_passes(plan) -> None:
 @pytest.mark.parametrize("capacity", get_args(TpuCapacity))
 @pytest.mark.parametrize(("shape", "machine_type"), SHAPES)
 def test_every_tpu_shape_and_capacity_passes_preflight(plan_with, shape, machine_type, capacity):
+    count = 2 if topology.tpu_slice("v6e", shape, machine_type).multi_host else 1  # GKE: multislice is multi-host
+
     def edit(values: dict[str, Any]) -> None:
         values["trainyard:tpuSlices"] = [
-            {"name": "tpu", "topology": shape, "machineType": machine_type, "count": 2, **capacity_fields(capacity)}
+            {"name": "tpu", "topology": shape, "machineType": machine_type, "count": count, **capacity_fields(capacity)}
         ]
         seed_jobs_off_smoke_on(values)
 
