@@ -12,6 +12,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, FIREWALL_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
 from components.facts.zones import zone_advisory
+from policies.addresses import admits_the_internet, share_shown
 from policies.pools import pool_facts
 from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
 
@@ -203,20 +204,35 @@ def bucket_uniform_access(args: ResourceValidationArgs, report_violation: Report
         report_violation(f"bucket '{args.name}': publicAccessPrevention is {prevention!r}, must be 'enforced'.", None)
 
 
-OPEN_TO_THE_INTERNET = ("0.0.0.0/0", "::/0")
-
-
 def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """No firewall rule admits traffic from anywhere (0.0.0.0/0 or ::/0).
+    """No firewall rule admits traffic from the internet: no source at all, 0.0.0.0/0, or ranges that add up to it.
 
     Accelerator nodes only talk to each other and to Google's front ends; an open ingress rule exposes every
-    port it allows on every node of the network.
+    port it allows on every node of the network. An ingress rule without sourceRanges, sourceTags or
+    sourceServiceAccounts admits 0.0.0.0/0 (GCP's VPC firewall rules: "If you omit a source, Google Cloud uses
+    0.0.0.0/0"), and 0.0.0.0/1 + 128.0.0.0/1 is the internet in two halves: the rule counts the public addresses
+    the ranges cover together (policies/addresses.py). Deny rules and egress rules are not judged.
     """
     if args.resource_type != FIREWALL_TYPE or str(lookup(args.props, "direction") or "INGRESS").upper() != "INGRESS":
         return
-    sources = [source for source in items(args.props, "sourceRanges") if source in OPEN_TO_THE_INTERNET]
-    if sources:
-        report_violation(f"firewall '{args.name}': sourceRanges include {', '.join(sources)}.", None)
+    if not items(args.props, "allows"):
+        return
+    sources = lookup(args.props, "sourceRanges")
+    if is_unknown(sources) or any(is_unknown(source) for source in items(args.props, "sourceRanges")):
+        return
+    ranges = items(args.props, "sourceRanges")
+    if not ranges:
+        if not items(args.props, "sourceTags") and not items(args.props, "sourceServiceAccounts"):
+            report_violation(
+                f"firewall '{args.name}': an ingress rule with no source (sourceRanges, sourceTags or "
+                "sourceServiceAccounts) admits 0.0.0.0/0.",
+                None,
+            )
+        return
+    if admits_the_internet(ranges):
+        report_violation(
+            f"firewall '{args.name}': sourceRanges {', '.join(map(str, ranges))} admit {share_shown(ranges)}.", None
+        )
 
 
 def allowed_regions(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

@@ -1,5 +1,6 @@
-"""Rules about identities: who may act as what. IAM grants (public members, basic roles, identity roles for
-broad members), service account keys, and the service account node pools run as."""
+"""Rules about identities: who may act as what. IAM grants (public members, basic roles, admin and token-creator
+roles, identity roles for broad members, grants to a whole Workload Identity pool), service account keys, the
+service account node pools run as, and Kubernetes bindings to cluster-admin."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import NODE_POOL_TYPE
 from policies.props import is_unknown, items, lookup
+from policies.workloads import kind_of, namespace_of, object_name
 
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
@@ -23,6 +25,11 @@ IDENTITY_ROLES = (
     "roles/iam.serviceAccountKeyAdmin",
 )
 _BROAD_MEMBER_PREFIXES = ("domain:", "group:", "principalSet:")
+TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
+_BUCKET_GRANT = re.compile(r"^gcp:storage/bucketIAM", re.IGNORECASE)
+# principalSet://iam.googleapis.com/projects/N/locations/global/workloadIdentityPools/POOL/* (every identity of the
+# pool) or .../kubernetes.cluster/URL (every Kubernetes service account of a cluster).
+_POOL_WIDE = re.compile(r"^principalSet://.*/workloadIdentityPools/[^/]+/(\*|kubernetes\.cluster/.*)$")
 _DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 
 
@@ -100,3 +107,62 @@ def _iam_grants(args: ResourceValidationArgs) -> list[tuple[str, str]]:
         for binding in bindings:
             grants += [(str(binding.get("role")), str(member)) for member in binding.get("members", [])]
     return grants
+
+
+def no_admin_or_token_creator_roles(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No `*.admin` role and no Service Account Token Creator, even for one principal.
+
+    The stack's identities need one predefined role each (a node role, a registry reader, an object user on one
+    bucket). An admin role hands over a whole service (container.admin: every cluster; storage.admin: every
+    bucket and its IAM); token creator lets its holder mint tokens as the service account, i.e. become it.
+    Grant those outside the stack, to people, with review. (Owner and editor are no-basic-roles.)
+    """
+    for role, member in _iam_grants(args):
+        if role == TOKEN_CREATOR or role.endswith((".admin", "Admin")):
+            report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
+
+
+def no_pool_wide_grants(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No grant to a whole Workload Identity pool or cluster, and bucket grants name one workload identity.
+
+    `principalSet://.../workloadIdentityPools/POOL/*` is every identity the pool holds: for the GKE pool
+    (PROJECT.svc.id.goog) every Kubernetes service account of every cluster in the project, for a CI pool every
+    workflow its provider admits; `.../kubernetes.cluster/...` is every service account of a cluster. A bucket
+    grant to any principal set, or to a wildcard member (`PROJECT.svc.id.goog[*/...]`), lets any pod that can run
+    under one of those accounts read, overwrite or delete the training data and checkpoints. Name the one
+    service account: `principal://.../subject/ns/NAMESPACE/sa/NAME`.
+    """
+    bucket = bool(_BUCKET_GRANT.search(args.resource_type))
+    for role, member in _iam_grants(args):
+        if _POOL_WIDE.match(member) or "*" in member:
+            report_violation(f"{args.resource_type} '{args.name}' grants {role} to every identity of {member}.", None)
+        elif bucket and member.startswith("principalSet:"):
+            report_violation(
+                f"bucket grant '{args.name}' gives {role} to the principal set {member}; name one workload identity "
+                "(principal://.../subject/ns/NAMESPACE/sa/NAME).",
+                None,
+            )
+
+
+CLUSTER_ADMIN = "cluster-admin"
+_BINDING_KINDS = ("ClusterRoleBinding", "RoleBinding")
+
+
+def no_cluster_admin_bindings(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No ClusterRoleBinding or RoleBinding to cluster-admin.
+
+    cluster-admin is every verb on every resource: bound cluster-wide it is the cluster, bound in a namespace it is
+    every Secret and workload there. Nothing the stack runs needs it; Kueue and KubeRay bring their own roles.
+    """
+    kind = kind_of(args.resource_type)
+    if kind not in _BINDING_KINDS:
+        return
+    role = lookup(args.props, "roleRef.name")
+    if lookup(args.props, "roleRef.kind") == "ClusterRole" and role == CLUSTER_ADMIN:
+        subjects = [f"{lookup(s, 'kind')} {lookup(s, 'name')}" for s in items(args.props, "subjects")]
+        scope = "" if kind == "ClusterRoleBinding" else f" in namespace {namespace_of(args.props)}"
+        report_violation(
+            f"{kind} '{object_name(args.props, args.name)}' binds {CLUSTER_ADMIN}{scope} to "
+            f"{', '.join(subjects) or 'no subject yet'}.",
+            None,
+        )

@@ -1,43 +1,21 @@
-"""Resource rules for Kubernetes objects: privileged containers and jobs that must not block `pulumi up`."""
+"""Resource rules for Kubernetes objects: privileged containers, host access, pinned images, and jobs that must not
+block `pulumi up`."""
 
 from __future__ import annotations
 
-import re
+import posixpath
+from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts.gke import NCCL_INSTALLER_NAME, NCCL_INSTALLER_NAMESPACE, QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
+from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
 from components.facts.images import PINNED_WORDS, pin_problem
-from policies.props import as_number, entries, is_true, is_unknown, items, lookup
-from policies.workloads import (
-    BATCH_KINDS,
-    annotations_of,
-    containers,
-    kind_of,
-    labels_of,
-    object_name,
-    pod_templates,
-    workload_id,
-)
+from policies.allow_lists import unlisted_workload
+from policies.props import as_number, is_true, is_unknown, items, lookup
+from policies.workloads import BATCH_KINDS, annotations_of, containers, kind_of, labels_of, pod_templates
 
 # pulumi-kubernetes waits up to 10 minutes for a Job to complete before it reports a failure.
 DEFAULT_MAX_AWAIT_SECONDS = 600
-
-
-# The workloads allowed what only the host's own software needs (privilege without accelerators, the host's
-# namespaces, writable host paths), as namespace/name: the NCCL gIB installer copies the plugin onto the host.
-# The pack config's allowedPrivileged and allowedHostAccess replace this list.
-HOST_LEVEL_WORKLOADS = (f"{NCCL_INSTALLER_NAMESPACE}/{NCCL_INSTALLER_NAME}",)
-
-
-def unlisted_workload(args: ResourceValidationArgs, allow_list: str) -> tuple[str, str] | None:
-    """(kind, namespace/name) of a Kubernetes workload the pack config's `allow_list` does not name; None for
-    anything else (not Kubernetes, or listed). The list defaults to the host-level workloads."""
-    kind = kind_of(args.resource_type)
-    workload = workload_id(args.props, args.name)
-    if kind is None or workload in args.get_config().get(allow_list, list(HOST_LEVEL_WORKLOADS)):
-        return None
-    return kind, workload
 
 
 def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -63,13 +41,29 @@ def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation
 
 
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
+# Host directories no pod may mount, even read-only: the node's root holds all of them; the kubelet's directory holds
+# every pod's mounted Secrets and tokens and the kubelet's own credentials; the container runtime's socket and
+# state start containers on the node; /etc, /proc and /sys hold the node's configuration and kernel.
+SENSITIVE_HOST_PATHS = (
+    "/var/lib/kubelet",
+    "/var/lib/containerd",
+    "/run/containerd",
+    "/var/run/containerd",
+    "/var/run/docker.sock",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/root",
+)
 
 
 def host_access_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """hostPID, hostNetwork, hostIPC and writable hostPath mounts only in workloads the pack config names.
+    """hostPID, hostNetwork, hostIPC, writable hostPaths and the node's sensitive directories only where allowed.
 
-    Each reaches past the container into the node: its processes, its network, or files the next pod (or
-    the kubelet) will trust. Read-only hostPath mounts are allowed everywhere.
+    Each reaches past the container into the node: its processes, its network, files the next pod (or the
+    kubelet) will trust, or, read-only, what the node keeps secret: a hostPath of `/`, of the kubelet's directory
+    (/var/lib/kubelet: every pod's Secrets and tokens, the kubelet's credentials) or of the container runtime is
+    refused even read-only. Other read-only hostPath mounts (the GPU libraries) are allowed everywhere.
     """
     target = unlisted_workload(args, "allowedHostAccess")
     if target is None:
@@ -78,8 +72,11 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
     for template in pod_templates(kind, args.props):
         used = [field for field in HOST_NAMESPACES if is_true(lookup(template.spec, field))]
         host_paths = {
-            lookup(volume, "name") for volume in items(template.spec, "volumes") if lookup(volume, "hostPath")
+            lookup(volume, "name"): lookup(volume, "hostPath.path")
+            for volume in items(template.spec, "volumes")
+            if lookup(volume, "hostPath")
         }
+        used += [f"hostPath {path}" for path in host_paths.values() if _sensitive(path)]
         for container in containers(template.spec):
             for mount in items(container, "volumeMounts"):
                 if lookup(mount, "name") in host_paths and not is_true(lookup(mount, "readOnly")):
@@ -88,6 +85,17 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
             report_violation(
                 f"{kind} '{workload}' {template.where}: {', '.join(used)}; not in allowedHostAccess.", None
             )
+
+
+def _sensitive(path: Any) -> bool:
+    """`/`, a sensitive directory, anything inside one, or a parent of one (mounting /var shows /var/lib/kubelet)."""
+    if not isinstance(path, str) or is_unknown(path) or not path.startswith("/"):
+        return False
+    path = posixpath.normpath(path)
+    return any(
+        path == sensitive or path.startswith(f"{sensitive}/") or sensitive.startswith(f"{path.rstrip('/')}/")
+        for sensitive in SENSITIVE_HOST_PATHS
+    )
 
 
 def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -112,43 +120,6 @@ def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolatio
                     f"'{image}': {problem} (allowed: {PINNED_WORDS}).",
                     None,
                 )
-
-
-# Values that are credentials whatever their name: Hugging Face, GitHub, AWS, Slack tokens, private keys.
-SECRET_VALUE = re.compile(
-    r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{36,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-)
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|CREDENTIALS?)$", re.IGNORECASE)
-
-
-def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """No credential written as a literal in a container's env or a ConfigMap.
-
-    Literals end up in the plan, the state, `kubectl describe` and every log of the object; a credential
-    belongs in a Secret (env valueFrom.secretKeyRef), created from a Pulumi secret.
-    """
-    kind = kind_of(args.resource_type)
-    if kind is None:
-        return
-    where = f"{kind} '{object_name(args.props, args.name)}'"
-    if kind == "ConfigMap":
-        for key, value in entries(args.props, "data").items():
-            if isinstance(value, str) and SECRET_VALUE.search(value):
-                report_violation(f"{where}: data.{key} holds a credential-looking literal.", None)
-        return
-    for template in pod_templates(kind, args.props):
-        for container in containers(template.spec):
-            for variable in items(container, "env"):
-                name, value = lookup(variable, "name"), lookup(variable, "value")
-                if not isinstance(value, str) or not value or is_unknown(value):
-                    continue
-                if SECRET_NAME.search(str(name)) or SECRET_VALUE.search(value):
-                    report_violation(
-                        f"{where} {template.where}: container '{lookup(container, 'name')}' sets {name} to a "
-                        "literal; take it from a Secret (valueFrom.secretKeyRef).",
-                        None,
-                    )
 
 
 def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

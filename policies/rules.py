@@ -10,8 +10,11 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}  default 1000 USD/h
   runs-within-budget        {"maxUsdPerRun": 1000, "forecast": [...]}  default 2000 USD; forecast: preflight's
-  privileged-only-where-allowed {"allowedPrivileged": ["kube-system/nccl-rdma-installer"]}
-  host-access-only-where-allowed {"allowedHostAccess": ["kube-system/nccl-rdma-installer"]}
+  privileged-only-where-allowed {"allowedPrivileged": ["DaemonSet/kube-system/nccl-rdma-installer"]}
+  host-access-only-where-allowed {"allowedHostAccess": ["DaemonSet/kube-system/nccl-rdma-installer"]}
+  pods-run-restricted       {"allowedUnrestricted": ["DaemonSet/kube-system/nccl-rdma-installer"]}
+  service-account-token-only-where-needed {"allowedApiToken": ["DaemonSet/kube-system/nccl-rdma-installer"]}
+  (each list names Kind/namespace/name and replaces the default, the NCCL installer: an accepted risk)
 """
 
 from __future__ import annotations
@@ -27,7 +30,18 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import exposure_rules, gcp_rules, identity_rules, kube_rules, kueue_rules, stack_rules
+from policies import (
+    exposure_rules,
+    gcp_rules,
+    identity_rules,
+    kube_rules,
+    kueue_rules,
+    namespace_rules,
+    pod_rules,
+    secret_rules,
+    stack_rules,
+)
+from policies.allow_lists import workload_list_config
 
 PACK_NAME = "trainyard"
 PACK_VERSION = "0.1.0"
@@ -90,22 +104,14 @@ AWAIT_CONFIG = PolicyConfigSchema(
 )
 
 
-def workload_list_config(key: str, allowed: str) -> PolicyConfigSchema:
-    """A list of namespace/name workloads the pack config may replace; by default the host-level ones."""
-    return PolicyConfigSchema(
-        properties={
-            key: {
-                "type": "array",
-                "items": {"type": "string", "pattern": "^[a-z0-9-]+/[a-z0-9.-]+$"},
-                "default": list(kube_rules.HOST_LEVEL_WORKLOADS),
-                "description": f"namespace/name of workloads that may {allowed}.",
-            }
-        }
-    )
-
-
 PRIVILEGED_CONFIG = workload_list_config("allowedPrivileged", "run privileged containers")
-HOST_ACCESS_CONFIG = workload_list_config("allowedHostAccess", "use hostPID, hostNetwork, hostIPC or write hostPaths")
+HOST_ACCESS_CONFIG = workload_list_config(
+    "allowedHostAccess", "use hostPID, hostNetwork, hostIPC, write hostPaths or mount the node's sensitive directories"
+)
+UNRESTRICTED_CONFIG = workload_list_config(
+    "allowedUnrestricted", "add capabilities, escalate privileges, run as root or without seccomp"
+)
+API_TOKEN_CONFIG = workload_list_config("allowedApiToken", "mount a Kubernetes API token")
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerHour": {
@@ -160,11 +166,17 @@ POLICIES: list[Policy] = [
     resource_policy(identity_rules.pools_run_as_their_own_service_account),
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
     resource_policy(identity_rules.no_sensitive_roles_for_broad_members),
+    resource_policy(identity_rules.no_admin_or_token_creator_roles),
+    resource_policy(identity_rules.no_pool_wide_grants),
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
     resource_policy(kube_rules.privileged_only_where_allowed, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
-    resource_policy(kube_rules.no_secret_literals),
+    resource_policy(secret_rules.no_secret_literals),
     resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),
+    resource_policy(pod_rules.pods_run_restricted, config=UNRESTRICTED_CONFIG),
+    resource_policy(pod_rules.service_account_token_only_where_needed, config=API_TOKEN_CONFIG),
+    resource_policy(identity_rules.no_cluster_admin_bindings),
+    resource_policy(exposure_rules.ray_ports_stay_in_the_cluster),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(kueue_rules.dws_workloads_use_kueue),
     stack_policy(kueue_rules.queued_provisioning_has_kueue),
@@ -173,6 +185,7 @@ POLICIES: list[Policy] = [
     stack_policy(kueue_rules.kueue_quotas_match_pools),
     stack_policy(kueue_rules.topology_requests_name_a_level),
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
+    stack_policy(namespace_rules.workload_namespaces_deny_by_default),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),

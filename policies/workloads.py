@@ -52,6 +52,11 @@ def _ray_cluster_spec_path(kind: str) -> str:
     return {"RayCluster": "spec", "RayJob": "spec.rayClusterSpec", "RayService": "spec.rayClusterConfig"}[kind]
 
 
+def ray_cluster_spec(kind: str, props: Any) -> Any:
+    """The RayCluster spec a RayCluster, RayJob or RayService holds."""
+    return lookup(props, _ray_cluster_spec_path(kind))
+
+
 def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
     """Every pod spec the object would create, with where it sits."""
     templates: list[PodTemplate] = []
@@ -162,11 +167,6 @@ def namespace_of(props: Any) -> str:
 def object_name(props: Any, fallback: str) -> str:
     name = lookup(props, "metadata.name")
     return name if isinstance(name, str) else fallback
-
-
-def workload_id(props: Any, fallback: str) -> str:
-    """`namespace/name`, how the pack config names a workload."""
-    return f"{namespace_of(props)}/{object_name(props, fallback)}"
 
 
 def uncertain(kind: str, props: Any) -> bool:

@@ -11,6 +11,7 @@ from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfi
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gpu_software, maxtext, topology
+from components.facts.secrets import is_secret_argument, masked
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -120,32 +121,12 @@ def _set_by_trainyard_problems(
         yield ConfigProblem(f"{path}.extraArgs.{key}", extra_args[key], f"is set by trainyard (allowed: {allowed})")
 
 
-# Tokens as their issuers print them: Hugging Face's (hf_ and 34 letters or digits), GitHub's, Google API keys.
-SECRET_VALUE = re.compile(r"(?<![A-Za-z0-9])(hf_|gh[pousr]_|github_pat_|AIza)[A-Za-z0-9_-]{20,}")
-# A key whose last word names a secret: hf_access_token, hub-token, api_secret, password (not tokenizer-id, and
-# not MaxText's num_moe_token_chunks, which only count tokens).
-SECRET_WORDS = {"token", "secret", "password", "passwd", "credential", "credentials", "apikey"}
 SECRET_ROUTE = (
     "a Hugging Face token reaches the trainer only through a Kubernetes Secret: set hfTokenKey and "
     "`pulumi config set --secret huggingface:token hf_...`"
 )
 # A value that only counts or switches: MaxText's num_moe_token_chunks=4 names the word but holds no secret.
 _PLAIN_COUNT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false", re.IGNORECASE)
-
-
-def _names_a_secret(key: str) -> bool:
-    words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower())
-    return bool(words) and (words[-1] in SECRET_WORDS or words[-2:] == ["api", "key"])
-
-
-def masked(value: str) -> str:
-    """The value with each token cut to its issuer's prefix ("hf_…"); all of it when only the key says secret."""
-    shown = SECRET_VALUE.sub(lambda match: match.group(1) + "…", value)
-    return shown if shown != value else "…"
-
-
-def is_secret_argument(key: str, value: str) -> bool:
-    return bool(SECRET_VALUE.search(value) or (value and _names_a_secret(key)))
 
 
 def carries_a_secret(key: str, value: str) -> bool:

@@ -209,6 +209,20 @@ def bucket_member(
 
 # ---- Kubernetes ----------------------------------------------------------------------------------
 
+# How the stack's pods run (components/jobs/pod_security.py): the restricted profile, no API token.
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 1000.0, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def contained(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec as the stack writes one: restricted security contexts and automountServiceAccountToken false."""
+    spec = copy.deepcopy(pod_spec)
+    spec.setdefault("securityContext", copy.deepcopy(POD_SECURITY))
+    spec.setdefault("automountServiceAccountToken", False)
+    for container in spec.get("containers", []) + spec.get("initContainers", []):
+        container.setdefault("securityContext", copy.deepcopy(CONTAINER_SECURITY))
+    return spec
+
 
 def _kube(
     api_version: str, kind: str, name: str, spec: dict[str, Any], namespace: str | None = "trainyard", **metadata: Any
@@ -241,12 +255,14 @@ def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
             "backoffLimit": 0.0,
             "template": {
                 "metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": BLOCK}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "subdomain": name,
-                    "nodeSelector": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"},
-                    "containers": [container],
-                },
+                "spec": contained(
+                    {
+                        "restartPolicy": "Never",
+                        "subdomain": name,
+                        "nodeSelector": {"cloud.google.com/gke-nodepool": "gpu-nodepool-dws"},
+                        "containers": [container],
+                    }
+                ),
             },
         },
         labels={QUEUE_LABEL: QUEUE, WORKLOAD_LABEL: name},
@@ -262,19 +278,21 @@ def _tpu_worker_group(replicas: float = 2.0, hosts: float = 4.0, chips: str = "4
         "maxReplicas": replicas,
         "numOfHosts": hosts,
         "template": {
-            "spec": {
-                "nodeSelector": {
-                    "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
-                    "cloud.google.com/gke-tpu-topology": "4x4",
-                },
-                "containers": [
-                    {
-                        "name": "ray-worker",
-                        "image": "rayproject/ray:2.55.0",
-                        "resources": {"limits": {"google.com/tpu": chips}, "requests": {"google.com/tpu": chips}},
-                    }
-                ],
-            }
+            "spec": contained(
+                {
+                    "nodeSelector": {
+                        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                        "cloud.google.com/gke-tpu-topology": "4x4",
+                    },
+                    "containers": [
+                        {
+                            "name": "ray-worker",
+                            "image": "rayproject/ray:2.55.0",
+                            "resources": {"limits": {"google.com/tpu": chips}, "requests": {"google.com/tpu": chips}},
+                        }
+                    ],
+                }
+            )
         },
     }
 
@@ -284,7 +302,7 @@ def maxtext_rayjob(
 ) -> dict[str, Any]:
     head = {
         "rayStartParams": {},
-        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.55.0"}]}},
+        "template": {"spec": contained({"containers": [{"name": "ray-head", "image": "rayproject/ray:2.55.0"}]})},
     }
     return _kube(
         "ray.io/v1",
@@ -363,6 +381,17 @@ def kueue_objects(gpu_quota: float = 80.0) -> list[dict[str, Any]]:
     ]
 
 
+def default_deny(namespace: str = "trainyard") -> dict[str, Any]:
+    """The workload namespace's default-deny NetworkPolicy (components/kube/network_policies.py)."""
+    return _kube(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "default-deny",
+        {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        namespace=namespace,
+    )
+
+
 def good_stack() -> list[dict[str, Any]]:
     """A dev-like stack (2 x v6e-16, one A4 DWS pool, Kueue, MaxText RayJob, FSDP Job) that passes every rule."""
     return [
@@ -376,6 +405,7 @@ def good_stack() -> list[dict[str, Any]]:
         bucket(),
         bucket_member(),
         *kueue_objects(),
+        default_deny(),
         fsdp_job(),
         maxtext_rayjob(),
     ]

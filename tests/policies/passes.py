@@ -14,6 +14,8 @@ from tests.policies.policy_edits import (
     dcn_attached_to_a_pool,
     edit,
     iam,
+    installer,
+    kube_object,
     metadata_selecting_stack,
     plain_deployment,
     public_endpoint,
@@ -23,13 +25,104 @@ from tests.policies.policy_edits import (
 
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     (
-        "egress rule to anywhere, admin role to one service account",
+        "egress rule to anywhere, a deny rule from anywhere, ingress from a network tag or two offices",
         add(
             iam("gcp:compute/firewall:Firewall", direction="EGRESS", sourceRanges=["0.0.0.0/0"]),
             iam(
-                "gcp:projects/iAMMember:IAMMember",
-                role="roles/container.admin",
-                member="serviceAccount:deployer@trainyard-dev.iam.gserviceaccount.com",
+                "gcp:compute/firewall:Firewall", sourceRanges=["0.0.0.0/1", "128.0.0.0/1"], denies=[{"protocol": "all"}]
+            ),
+            iam("gcp:compute/firewall:Firewall", sourceTags=["bastion"], allows=[{"protocol": "tcp"}]),
+            iam(
+                "gcp:compute/firewall:Firewall",
+                sourceRanges=["198.51.100.0/24", "8.8.0.0/16", "10.0.0.0/8"],
+                allows=[{"protocol": "tcp"}],
+            ),
+        ),
+        None,
+    ),
+    (
+        "object user to one workload identity, Workload Identity User to one CI subject",
+        add(
+            iam(
+                "gcp:serviceaccount/iAMMember:IAMMember",
+                role="roles/iam.workloadIdentityUser",
+                member="principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/github/"
+                "subject/repo:example/trainyard:environment:dev",
+            )
+        ),
+        None,
+    ),
+    (
+        "the NCCL installer: a privileged DaemonSet in kube-system with host namespaces, writable host paths, a token",
+        add(
+            lambda: fx.changed(
+                installer(
+                    volumes=[{"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}}],
+                    initContainers=[
+                        {
+                            "name": "install",
+                            "image": "nginx:1.27.3",
+                            "securityContext": {"privileged": True},
+                            "volumeMounts": [{"name": "gib", "mountPath": "/gib"}],
+                        }
+                    ],
+                ),
+                "spec.template.spec.automountServiceAccountToken",
+                fx.DELETE,
+            )
+        ),
+        None,
+    ),
+    (
+        "NET_BIND_SERVICE added, as the restricted profile allows",
+        edit("fsdp-finetune", "spec.template.spec.containers.0.securityContext.capabilities.add", ["NET_BIND_SERVICE"]),
+        None,
+    ),
+    (
+        "a Ray head whose in-tree autoscaler calls the API keeps its token",
+        lambda: fx.replace(
+            fx.good_stack(),
+            fx.changed(
+                fx.changed(fx.maxtext_rayjob(), "spec.rayClusterSpec.enableInTreeAutoscaling", True),
+                "spec.rayClusterSpec.headGroupSpec.template.spec.automountServiceAccountToken",
+                fx.DELETE,
+            ),
+        ),
+        None,
+    ),
+    (
+        "the Ray dashboard behind a ClusterIP Service, a LoadBalancer on another port",
+        add(
+            kube_object(
+                "v1",
+                "Service",
+                "ray-head",
+                {"spec": {"selector": {"ray.io/node-type": "head"}, "ports": [{"port": 8265.0, "targetPort": 8265.0}]}},
+            ),
+            kube_object(
+                "v1",
+                "Service",
+                "web",
+                {"spec": {"type": "LoadBalancer", "ports": [{"port": 443.0, "targetPort": 8443.0}]}},
+            ),
+        ),
+        None,
+    ),
+    (
+        "a tokenizer flag, a token from the environment, a RayJob runtime env without secrets",
+        lambda: fx.replace(
+            fx.replace(
+                fx.good_stack(),
+                fx.changed(
+                    fx.fsdp_job(),
+                    "spec.template.spec.containers.0.args",
+                    ['python -m train --tokenizer-id meta-llama/x --hub-token "$HF_TOKEN" --max-tokens 512'],
+                ),
+            ),
+            fx.changed(
+                fx.maxtext_rayjob(),
+                "spec.runtimeEnvYAML",
+                "working_dir: file:///opt/code.zip\nenv_vars:\n  HF_HOME: /cache\n",
             ),
         ),
         None,
@@ -59,20 +152,9 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         {"tpu-queued-provisioning": {"allowTpuQueuedProvisioning": True}, "queued-provisioning-has-kueue": "disabled"},
     ),
     (
-        "privileged NCCL installer named in allowedPrivileged",
-        add(
-            lambda: fx.changed(
-                fx.changed(plain_deployment(), "metadata.name", "nccl-rdma-installer"),
-                "metadata.namespace",
-                "kube-system",
-            )
-        ),
-        None,
-    ),
-    (
-        "privileged web pod named in the pack config",
+        "privileged web pod named in the pack config by kind, namespace and name",
         add(plain_deployment),
-        {"privileged-only-where-allowed": {"allowedPrivileged": ["default/web"]}},
+        {"privileged-only-where-allowed": {"allowedPrivileged": ["Deployment/default/web"]}},
     ),
     (
         "token from a Secret, paths and flags as literals",
@@ -101,13 +183,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                     }
                 ],
             ),
-            lambda: fx.changed(
-                fx.changed(
-                    plain_deployment(False, hostNetwork=True, hostPID=True), "metadata.name", "nccl-rdma-installer"
-                ),
-                "metadata.namespace",
-                "kube-system",
-            ),
+            installer,
         ),
         None,
     ),

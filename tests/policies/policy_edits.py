@@ -70,7 +70,9 @@ def queued_tpu_pool() -> dict[str, Any]:
 
 
 def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
-    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": {"privileged": privileged}}
+    """A web Deployment in `default`, contained but for `privileged` (privilege escalation comes with it)."""
+    security = {"privileged": True} if privileged else fx.CONTAINER_SECURITY
+    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": security}
     return fx.resource(
         "kubernetes:apps/v1:Deployment",
         "web",
@@ -78,18 +80,50 @@ def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"name": "web"},
-            "spec": {"replicas": 1.0, "template": {"spec": {"containers": [container], **pod}}},
+            "spec": {"replicas": 1.0, "template": {"spec": fx.contained({"containers": [container], **pod})}},
         },
     )
 
 
+def installer(**pod: Any) -> dict[str, Any]:
+    """The NCCL installer as the stack writes it: a DaemonSet in kube-system with hostPID and hostNetwork."""
+    deployment = plain_deployment(hostNetwork=True, hostPID=True, **pod)
+    daemon_set = {
+        **deployment,
+        "type": "kubernetes:apps/v1:DaemonSet",
+        "urn": deployment["urn"].replace("apps/v1:Deployment", "apps/v1:DaemonSet"),
+    }
+    daemon_set = fx.changed(daemon_set, "kind", "DaemonSet")
+    daemon_set = fx.changed(daemon_set, "metadata.name", "nccl-rdma-installer")
+    return fx.changed(daemon_set, "metadata.namespace", "kube-system")
+
+
 def cpu_job(**spec: Any) -> dict[str, Any]:
-    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]}}
+    pod = fx.contained({"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]})
     return fx.resource(
         "kubernetes:batch/v1:Job",
         "prep",
-        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "prep"}, "spec": {"template": template, **spec}},
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "prep", "namespace": "trainyard"},
+            "spec": {"template": {"spec": pod}, **spec},
+        },
     )
+
+
+def container_edit(name: str, path: str, value: Any, template: str = "spec.template.spec") -> Callable[[], Stack]:
+    """The first container of a workload's pod template with `path` (under the container) set to `value`."""
+    return edit(name, f"{template}.containers.0.{path}", value)
+
+
+def kube_object(
+    api_version: str, kind: str, name: str, body: dict[str, Any], namespace: str | None = "trainyard"
+) -> Callable[[], dict[str, Any]]:
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    inputs = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
+    return lambda: fx.resource(f"kubernetes:{group_version}:{kind}", name, inputs)
 
 
 def iam(type_: str, **inputs: Any) -> Callable[[], dict[str, Any]]:

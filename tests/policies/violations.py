@@ -23,6 +23,13 @@ from tests.policies.policy_edits import (
     without,
     without_metadata_server,
 )
+from tests.policies.violations_hardening import (
+    ADDRESS_CASES,
+    HOST_AND_PORT_CASES,
+    IDENTITY_CASES,
+    POD_SECURITY_CASES,
+    SECRET_CASES,
+)
 
 VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     (
@@ -312,7 +319,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     (
         "admin role to a whole domain",
         add(iam("gcp:projects/iAMMember:IAMMember", role="roles/container.admin", member="domain:example.com")),
-        {"no-sensitive-roles-for-broad-members"},
+        {"no-sensitive-roles-for-broad-members", "no-admin-or-token-creator-roles"},
     ),
     (
         "token creator to a group",
@@ -323,7 +330,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
                 member="group:ml@example.com",
             )
         ),
-        {"no-sensitive-roles-for-broad-members"},
+        {"no-sensitive-roles-for-broad-members", "no-admin-or-token-creator-roles"},
     ),
     (
         "token literal in the trainer's env",
@@ -351,18 +358,20 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         edit(
             "fsdp-finetune",
             "spec.template.spec",
-            {
-                "restartPolicy": "Never",
-                "volumes": [{"name": "lib", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}],
-                "containers": [
-                    {
-                        "name": "trainer",
-                        "image": "trainer:1.0",
-                        "volumeMounts": [{"name": "lib", "mountPath": "/usr/local/nvidia"}],
-                        "resources": {"limits": {"nvidia.com/gpu": "8"}},
-                    }
-                ],
-            },
+            fx.contained(
+                {
+                    "restartPolicy": "Never",
+                    "volumes": [{"name": "lib", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}],
+                    "containers": [
+                        {
+                            "name": "trainer",
+                            "image": "trainer:1.0",
+                            "volumeMounts": [{"name": "lib", "mountPath": "/usr/local/nvidia"}],
+                            "resources": {"limits": {"nvidia.com/gpu": "8"}},
+                        }
+                    ],
+                }
+            ),
         ),
         {"host-access-only-where-allowed"},
     ),
@@ -411,4 +420,9 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         lambda: without_metadata_server(metadata_selecting_stack()),
         {"ray-worker-groups-match-pools", "pools-use-gke-metadata-server"},
     ),
+    *POD_SECURITY_CASES,
+    *HOST_AND_PORT_CASES,
+    *IDENTITY_CASES,
+    *ADDRESS_CASES,
+    *SECRET_CASES,
 ]

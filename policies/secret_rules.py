@@ -1,0 +1,109 @@
+"""Resource rule for credentials written in clear text: container env, args and commands, ConfigMaps, a RayJob's
+entrypoint and runtime env. The pattern is the one the config checks use (components/facts/secrets.py)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from components.facts.secrets import is_secret_argument, looks_like_a_secret, names_a_secret
+from policies.props import entries, is_unknown, items, lookup
+from policies.workloads import RAY_KINDS, containers, kind_of, object_name, pod_templates
+
+_ROUTE = "take it from a Secret (env valueFrom.secretKeyRef)"
+
+
+def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No credential written as a literal: container env, args or command, a ConfigMap, a RayJob's entrypoint or
+    runtime env.
+
+    Literals end up in the plan, the state, `kubectl describe`, Ray's job list and every log of the object; a
+    credential belongs in a Secret (env valueFrom.secretKeyRef), created from a Pulumi secret. A value counts when
+    it looks like a token (hf_..., ghp_..., AKIA..., a private key) or sits under a key whose last word names a
+    secret (HF_TOKEN, --hub-token, api_key=).
+    """
+    kind = kind_of(args.resource_type)
+    if kind is None:
+        return
+    where = f"{kind} '{object_name(args.props, args.name)}'"
+    if kind == "ConfigMap":
+        for key, value in entries(args.props, "data").items():
+            if isinstance(value, str) and looks_like_a_secret(value):
+                report_violation(f"{where}: data.{key} holds a credential-looking literal.", None)
+        return
+    for template in pod_templates(kind, args.props):
+        for container in containers(template.spec):
+            name = lookup(container, "name")
+            for problem in _container_problems(container):
+                report_violation(f"{where} {template.where}: container '{name}' {problem}; {_ROUTE}.", None)
+    if kind in RAY_KINDS:
+        for problem in _ray_job_problems(args.props):
+            report_violation(f"{where}: {problem}; {_ROUTE}.", None)
+
+
+def _container_problems(container: Any) -> Iterator[str]:
+    for variable in items(container, "env"):
+        name, value = lookup(variable, "name"), lookup(variable, "value")
+        if isinstance(value, str) and value and not is_unknown(value) and is_secret_argument(str(name), value):
+            yield f"sets {name} to a literal"
+    for field in ("command", "args"):
+        words = [word for word in items(container, field) if isinstance(word, str) and not is_unknown(word)]
+        if any(_secret_in_command(word) for word in words) or _secret_in_words(words):
+            yield f"passes a credential in its {field}"
+
+
+def _ray_job_problems(props: Any) -> Iterator[str]:
+    entrypoint = lookup(props, "spec.entrypoint")
+    if isinstance(entrypoint, str) and not is_unknown(entrypoint) and _secret_in_command(entrypoint):
+        yield "spec.entrypoint passes a credential"
+    runtime_env = lookup(props, "spec.runtimeEnvYAML")
+    if isinstance(runtime_env, str) and not is_unknown(runtime_env):
+        for key in _secret_runtime_env_keys(runtime_env):
+            yield f"spec.runtimeEnvYAML sets {key} to a literal"
+
+
+def _secret_in_command(command: str) -> bool:
+    """A token-looking value anywhere, or a secret-named flag or key=value (shell words; whitespace if unbalanced)."""
+    if looks_like_a_secret(command):
+        return True
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return _secret_in_words(words)
+
+
+def _secret_in_words(words: list[str]) -> bool:
+    """`--hub-token=x`, `hf_token=x` (MaxText's key=value) or `--hub-token x`; a `$VARIABLE` value is no literal."""
+    for index, word in enumerate(words):
+        if looks_like_a_secret(word):
+            return True
+        key, equals, value = word.partition("=")
+        if equals and _literal(value) and is_secret_argument(key.lstrip("-"), value):
+            return True
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word.startswith("-") and not equals and names_a_secret(word) and _literal(following):
+            return True
+    return False
+
+
+def _literal(value: str) -> bool:
+    return bool(value) and not value.startswith(("$", "-"))
+
+
+def _secret_runtime_env_keys(runtime_env: str) -> list[str]:
+    """Ray runtime env `env_vars` whose value is a credential, and any token-looking value in it."""
+    if looks_like_a_secret(runtime_env):
+        return ["a credential-looking value"]
+    try:
+        parsed = yaml.safe_load(runtime_env)
+    except yaml.YAMLError:
+        return []
+    variables = parsed.get("env_vars") if isinstance(parsed, dict) else None
+    if not isinstance(variables, dict):
+        return []
+    return [f"env_vars.{key}" for key, value in variables.items() if is_secret_argument(str(key), str(value or ""))]

@@ -1,0 +1,275 @@
+"""Issue 30's probes, one change each to the good stack, with exactly the policies it must fire."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.helpers import policy_stacks as fx
+from tests.policies.policy_edits import (
+    Stack,
+    add,
+    container_edit,
+    edit,
+    iam,
+    kube_object,
+    plain_deployment,
+    public_endpoint,
+    without,
+)
+
+Case = tuple[str, Callable[[], Stack], set[str]]
+WORKER = "spec.rayClusterSpec.workerGroupSpecs.0.template.spec"
+HEAD = "spec.rayClusterSpec.headGroupSpec.template.spec"
+TRAINER = "spec.template.spec"
+RESTRICTED = {"pods-run-restricted"}
+POOL = "principalSet://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/trainyard-dev.svc.id.goog"
+HF_TOKEN = "hf_" + "x" * 34
+
+
+def _binding(kind: str, role: str, namespace: str | None = None) -> Callable[[], dict]:
+    body = {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": "ci@example.com"}],
+    }
+    return kube_object("rbac.authorization.k8s.io/v1", kind, "ci-admin", body, namespace=namespace)
+
+
+def _service(service_type: str, port: float, target: object) -> Callable[[], dict]:
+    spec = {
+        "type": service_type,
+        "selector": {"ray.io/node-type": "head"},
+        "ports": [{"port": port, "targetPort": target}],
+    }
+    return kube_object("v1", "Service", "ray-dashboard", {"spec": spec})
+
+
+POD_SECURITY_CASES: list[Case] = [
+    (
+        "trainer adds SYS_ADMIN",
+        container_edit("fsdp-finetune", "securityContext.capabilities.add", ["SYS_ADMIN"]),
+        RESTRICTED,
+    ),
+    (
+        "trainer leaves privilege escalation unset",
+        container_edit("fsdp-finetune", "securityContext", {"capabilities": {"drop": ["ALL"]}}),
+        RESTRICTED,
+    ),
+    (
+        "Ray worker allows privilege escalation",
+        container_edit("maxtext", "securityContext.allowPrivilegeEscalation", True, WORKER),
+        RESTRICTED,
+    ),
+    ("trainer pod as uid 0", edit("fsdp-finetune", f"{TRAINER}.securityContext.runAsUser", 0.0), RESTRICTED),
+    ("Ray head runAsNonRoot false", edit("maxtext", f"{HEAD}.securityContext.runAsNonRoot", False), RESTRICTED),
+    (
+        "trainer container seccomp Unconfined",
+        container_edit("fsdp-finetune", "securityContext.seccompProfile", {"type": "Unconfined"}),
+        RESTRICTED,
+    ),
+    (
+        "trainer mounts its API token",
+        edit("fsdp-finetune", f"{TRAINER}.automountServiceAccountToken", True),
+        {"service-account-token-only-where-needed"},
+    ),
+    (
+        "Ray worker leaves its API token unset",
+        edit("maxtext", f"{WORKER}.automountServiceAccountToken", fx.DELETE),
+        {"service-account-token-only-where-needed"},
+    ),
+    (
+        "a privileged Deployment named like the NCCL installer (the allow-list names a DaemonSet)",
+        add(
+            lambda: fx.changed(
+                fx.changed(plain_deployment(hostNetwork=True), "metadata.name", "nccl-rdma-installer"),
+                "metadata.namespace",
+                "kube-system",
+            )
+        ),
+        {"privileged-only-where-allowed", "host-access-only-where-allowed"},
+    ),
+]
+
+
+def _read_only_host_path(path: str) -> Callable[[], Stack]:
+    return add(
+        lambda: plain_deployment(
+            False,
+            volumes=[{"name": "host", "hostPath": {"path": path}}],
+            containers=[
+                {
+                    "name": "web",
+                    "image": "nginx:1.27.3",
+                    "volumeMounts": [{"name": "host", "mountPath": "/host", "readOnly": True}],
+                }
+            ],
+        )
+    )
+
+
+HOST_AND_PORT_CASES: list[Case] = [
+    ("read-only hostPath of /", _read_only_host_path("/"), {"host-access-only-where-allowed"}),
+    (
+        "read-only hostPath of the kubelet's directory",
+        _read_only_host_path("/var/lib/kubelet/"),
+        {"host-access-only-where-allowed"},
+    ),
+    (
+        "read-only hostPath of /var (holds the kubelet's)",
+        _read_only_host_path("/var"),
+        {"host-access-only-where-allowed"},
+    ),
+    (
+        "ClusterRoleBinding to cluster-admin",
+        add(_binding("ClusterRoleBinding", "cluster-admin")),
+        {"no-cluster-admin-bindings"},
+    ),
+    (
+        "RoleBinding to cluster-admin in the workload namespace",
+        add(_binding("RoleBinding", "cluster-admin", "trainyard")),
+        {"no-cluster-admin-bindings"},
+    ),
+    ("default-deny NetworkPolicy deleted", without("default-deny"), {"workload-namespaces-deny-by-default"}),
+    (
+        "default-deny narrowed to ingress",
+        edit("default-deny", "spec.policyTypes", ["Ingress"]),
+        {"workload-namespaces-deny-by-default"},
+    ),
+    (
+        "default-deny given an allow rule",
+        edit("default-deny", "spec.ingress", [{"from": [{"podSelector": {}}]}]),
+        {"workload-namespaces-deny-by-default"},
+    ),
+    (
+        "LoadBalancer on the Ray dashboard",
+        add(_service("LoadBalancer", 8265.0, 8265.0)),
+        {"ray-ports-stay-in-the-cluster"},
+    ),
+    (
+        "NodePort to the Ray client port by name",
+        add(_service("NodePort", 80.0, "client")),
+        {"ray-ports-stay-in-the-cluster"},
+    ),
+    (
+        "Ray head Service of type LoadBalancer",
+        edit("maxtext", "spec.rayClusterSpec.headGroupSpec.serviceType", "LoadBalancer"),
+        {"ray-ports-stay-in-the-cluster"},
+    ),
+    (
+        "hostPort on the Ray GCS port",
+        container_edit("maxtext", "ports", [{"containerPort": 6379.0, "hostPort": 6379.0}], HEAD),
+        {"ray-ports-stay-in-the-cluster"},
+    ),
+]
+
+IDENTITY_CASES: list[Case] = [
+    (
+        "token creator to one service account",
+        add(
+            iam(
+                "gcp:serviceaccount/iAMMember:IAMMember",
+                role="roles/iam.serviceAccountTokenCreator",
+                member="serviceAccount:ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        {"no-admin-or-token-creator-roles"},
+    ),
+    (
+        "container admin to one service account",
+        add(
+            iam(
+                "gcp:projects/iAMMember:IAMMember",
+                role="roles/container.admin",
+                member="serviceAccount:deployer@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        {"no-admin-or-token-creator-roles"},
+    ),
+    ("bucket grant to the whole GKE pool", edit("runner-object-user", "member", f"{POOL}/*"), {"no-pool-wide-grants"}),
+    (
+        "bucket grant to every account of a namespace",
+        edit("runner-object-user", "member", f"{POOL}/namespace/trainyard"),
+        {"no-pool-wide-grants"},
+    ),
+    (
+        "bucket grant to a wildcard member",
+        edit("runner-object-user", "member", "serviceAccount:trainyard-dev.svc.id.goog[trainyard/*]"),
+        {"no-pool-wide-grants"},
+    ),
+    (
+        "project grant to every identity of a cluster",
+        add(
+            iam(
+                "gcp:projects/iAMMember:IAMMember",
+                role="roles/logging.logWriter",
+                member=f"{POOL}/kubernetes.cluster/https://container.googleapis.com/v1/projects/p/locations/l/clusters/c",
+            )
+        ),
+        {"no-pool-wide-grants"},
+    ),
+]
+
+ADDRESS_CASES: list[Case] = [
+    (
+        "firewall rule with no source",
+        add(iam("gcp:compute/firewall:Firewall", allows=[{"protocol": "tcp", "ports": ["22"]}])),
+        {"firewall-not-open-to-the-internet"},
+    ),
+    (
+        "firewall rule from two /1 halves",
+        add(
+            iam(
+                "gcp:compute/firewall:Firewall",
+                sourceRanges=["0.0.0.0/1", "128.0.0.0/1"],
+                allows=[{"protocol": "tcp", "ports": ["8265"]}],
+            )
+        ),
+        {"firewall-not-open-to-the-internet"},
+    ),
+    (
+        "firewall rule from all of IPv6's public space",
+        add(iam("gcp:compute/firewall:Firewall", sourceRanges=["2000::/3"], allows=[{"protocol": "tcp"}])),
+        {"firewall-not-open-to-the-internet"},
+    ),
+    (
+        "authorized networks 0.0.0.0/1 + 128.0.0.0/1",
+        public_endpoint("0.0.0.0/1", "128.0.0.0/1"),
+        {"control-plane-not-open"},
+    ),
+]
+
+SECRET_CASES: list[Case] = [
+    (
+        "token in the trainer's args",
+        container_edit("fsdp-finetune", "args", [f"exec torchrun -m workloads.fsdp.train --model-id m {HF_TOKEN}"]),
+        {"no-secret-literals"},
+    ),
+    (
+        "a literal after a token flag in the trainer's command",
+        container_edit("fsdp-finetune", "command", ["python", "-m", "train", "--hub-token", "abc123"]),
+        {"no-secret-literals"},
+    ),
+    (
+        "token in the RayJob entrypoint",
+        edit(
+            "maxtext",
+            "spec.entrypoint",
+            f"python -m workloads.maxtext.train --num-workers=8 -- hf_access_token={HF_TOKEN}",
+        ),
+        {"no-secret-literals"},
+    ),
+    (
+        "secret-named key=value in the RayJob entrypoint",
+        edit("maxtext", "spec.entrypoint", "python -m workloads.maxtext.train --num-workers=8 -- hub_token=abc"),
+        {"no-secret-literals"},
+    ),
+    (
+        "token in the RayJob's runtime env",
+        edit("maxtext", "spec.runtimeEnvYAML", "env_vars:\n  HF_TOKEN: abc123\n"),
+        {"no-secret-literals"},
+    ),
+    (
+        "token in a Ray worker's env",
+        container_edit("maxtext", "env", [{"name": "HUB_TOKEN", "value": "abc"}], WORKER),
+        {"no-secret-literals"},
+    ),
+]
