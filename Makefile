@@ -68,5 +68,5 @@ test-infra: $(VENV)/.dev
 test: $(TEST_TARGETS)
 	$(MAKE) test-infra
 
-# Both trainers at tiny scale on this CPU, with visible progress (see README: Trainers).
+# Both trainers at tiny scale on this CPU, with visible progress (docs/trainers.md).
 train-local: train-local-fsdp train-local-maxtext

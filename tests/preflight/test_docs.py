@@ -59,6 +59,9 @@ RECIPE_EDITS = [
     ("dev", "nodes: 2", "nodes: 4"),
 ]
 
+SEPARATORS = {"&&", "||", ";"}
+PIPES_AND_REDIRECTIONS = {"|", ">", ">>", "<", "&>"}
+SETTING = re.compile(r"[A-Za-z_]\w*=")
 FENCED = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -76,12 +79,31 @@ def _prose(text: str) -> str:
 
 
 def shell_lines(markdown: str) -> Iterator[list[str]]:
-    """Each command of the sh/bash blocks in `markdown`, as words, comments dropped."""
+    """Each command of the sh/bash blocks in `markdown`, as words: comments dropped, `a && b` and `a; b` as two
+    commands, leading VAR=value settings dropped, and a pipe or redirection cut off (the command before it
+    is what must exit 0; its output goes to the test's capture, not into a file)."""
     for language, body in FENCED.findall(markdown):
         if language in ("sh", "bash", "shell"):
             for line in body.splitlines():
-                if words := shlex.split(line, comments=True):
-                    yield words
+                lexer = shlex.shlex(line, posix=True, punctuation_chars="|;&<>")
+                lexer.whitespace_split = True
+                yield from _commands(list(lexer))
+
+
+def _commands(words: list[str]) -> Iterator[list[str]]:
+    command: list[str] = []
+    cut = False
+    for word in [*words, ";"]:
+        if word in SEPARATORS:
+            while command and SETTING.match(command[0]):
+                command.pop(0)
+            if command:
+                yield command
+            command, cut = [], False
+        elif word in PIPES_AND_REDIRECTIONS:
+            cut = True
+        elif not cut:
+            command.append(word)
 
 
 @functools.cache
@@ -245,3 +267,18 @@ def test_each_first_hour_edit_plans(stack: str, old: str, new: str, sandbox: Pat
     assert original.count(old) == 1, f"Pulumi.{stack}.yaml: the edit's `{old}` is not one line"
     (sandbox / "Pulumi.mine.yaml").write_text(original.replace(old, new), encoding="utf-8")
     assert run_preflight(["--stack", "mine"]) == 0
+
+
+def test_shell_lines_split_chains_and_cut_pipes_and_redirections():
+    block = (
+        "```sh\n"
+        "PYTHON=python3.12 make preflight STACK=dev && trainyard plan --json - | jq .cost  # a comment\n"
+        "trainyard forecast --pack-config in.json > out.json; make test\n"
+        "```\n"
+    )
+    assert list(shell_lines(block)) == [
+        ["make", "preflight", "STACK=dev"],
+        ["trainyard", "plan", "--json", "-"],
+        ["trainyard", "forecast", "--pack-config", "in.json"],
+        ["make", "test"],
+    ]
