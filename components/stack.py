@@ -19,6 +19,7 @@ from components.jobs.torch_workloads import TorchWorkloads, TorchWorkloadsArgs
 from components.kube.dranet import Dranet, DranetArgs, dcn_nic_count
 from components.kube.kueue import Kueue, KueueArgs, covered_resources, ordered_flavors
 from components.kube.network_policies import WorkloadNetworkPolicies, WorkloadNetworkPoliciesArgs
+from components.kube.pod_admission import WorkloadPodAdmission, WorkloadPodAdmissionArgs
 from components.kube.rdma import Rdma, RdmaArgs
 from components.kube.workload_code import WorkloadCode, WorkloadCodeArgs
 from components.kube.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
@@ -72,9 +73,14 @@ class TrainyardStack(pulumi.ComponentResource):
         )
         self.workload_namespace = WorkloadNamespace("workload-namespace", namespace, child)
         policies = WorkloadNetworkPoliciesArgs(
-            config.network.pod_range, self.workload_namespace.namespace, self.cluster.provider
+            config.network.pod_range,
+            self.workload_namespace.namespace,
+            self.cluster.provider,
+            cluster_ranges=(config.network.node_range, config.network.service_range),
         )
         self.network_policies = WorkloadNetworkPolicies("network-policies", policies, child)
+        pod_admission = WorkloadPodAdmissionArgs(storage.namespace, self.cluster.provider)
+        self.pod_admission = WorkloadPodAdmission("pod-admission", pod_admission, child)
         kueue = KueueArgs(
             config.kueue,
             ordered_flavors(config),
@@ -121,7 +127,9 @@ class TrainyardStack(pulumi.ComponentResource):
         }
         dranet = DranetArgs(dcn_nic_count(config), namespace, provider)
         self.dranet = Dranet("dranet", dranet, child) if config.multislice else None
-        queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, tuple(self.kueue.ready))
+        # Every workload pod is created after the admission policy that holds it to the pack's pod rules.
+        admitted = (*self.kueue.ready, self.pod_admission.binding)
+        queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, admitted)
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
         self.ray = None
         # Jobs wait for the pools they run on (and go before them on a destroy or a pool's replacement).

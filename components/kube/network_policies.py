@@ -9,15 +9,20 @@ Dataplane V2 enforces them (docs/cloud-facts.md: network policies). What stays o
   the nodes, and a hosted control plane reaches pods through the Konnectivity agents in kube-system (KubeRay's
   dashboard client can go through the API server's proxy: ray-operator v1.6.2, `--use-kubernetes-proxy`).
 - scraping from Managed Service for Prometheus (`gmp-system`), which collects the Ray metrics.
-- egress to kube-dns, to the GKE metadata server (Workload Identity) and to addresses outside the cluster's pod
-  range: Hugging Face, PyPI and Google APIs (GCS FUSE) have no fixed addresses.
+- egress to kube-dns, to the GKE metadata server (Workload Identity) and to public addresses: Hugging Face, PyPI
+  and Google APIs (GCS FUSE, also through Private Google Access, whose ranges are public) have no fixed addresses.
+  Egress to private and cluster addresses is refused: RFC 1918, shared (100.64/10) and link-local space, and the
+  cluster's node, pod and Service ranges (the nodes' kubelets, the control plane's private endpoint in the node
+  subnet, other namespaces' pods); the namespace's own pods stay reachable through allow-within-namespace (Service
+  addresses are translated to pods before the policy applies).
 Everything else from other namespaces (Ray's client port 10001 and GCS 6379, the rendezvous) is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, collapse_addresses
 from typing import Any
 
 import pulumi
@@ -33,17 +38,26 @@ KUBE_DNS = {
 }
 # The GKE metadata server, which Workload Identity goes through: GKE's network policy page lists both.
 METADATA_SERVER = (("169.254.169.252/32", 988), ("169.254.169.254/32", 80))
+# Addresses no workload needs beyond its own namespace, DNS and the metadata server: RFC 1918, shared address
+# space (RFC 6598, which GKE may use for pods) and link-local (the metadata server, allowed above by port).
+PRIVATE_RANGES = tuple(IPv4Network(cidr) for cidr in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+LINK_LOCAL = IPv4Network("169.254.0.0/16")
 
 
 def tcp(port: int) -> dict[str, Any]:
     return {"protocol": "TCP", "port": port}
 
 
-def policy_specs(pod_range: IPv4Network) -> dict[str, dict[str, Any]]:
-    """NetworkPolicy name -> spec, as Kubernetes JSON."""
+def refused_ranges(cluster_ranges: Sequence[IPv4Network]) -> list[str]:
+    """The private and cluster ranges egress may not reach, merged where one holds another."""
+    return [str(cidr) for cidr in collapse_addresses([*PRIVATE_RANGES, LINK_LOCAL, *cluster_ranges])]
+
+
+def policy_specs(pod_range: IPv4Network, cluster_ranges: Sequence[IPv4Network] = ()) -> dict[str, dict[str, Any]]:
+    """NetworkPolicy name -> spec, as Kubernetes JSON; `cluster_ranges`: the node and Service ranges."""
     everyone_here = {"podSelector": {}}
     dns_ports = [{"protocol": "UDP", "port": 53}, tcp(53)]
-    outside_pods = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [str(pod_range)]}}
+    outside_pods = {"ipBlock": {"cidr": "0.0.0.0/0", "except": refused_ranges([pod_range, *cluster_ranges])}}
     return {
         "default-deny": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         "allow-within-namespace": {
@@ -84,16 +98,17 @@ def policy_specs(pod_range: IPv4Network) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class WorkloadNetworkPoliciesArgs:
-    pod_range: IPv4Network  # the cluster's pods: egress beyond it is open
+    pod_range: IPv4Network  # the cluster's pods
     namespace: k8s.core.v1.Namespace
     provider: k8s.Provider
+    cluster_ranges: tuple[IPv4Network, ...] = ()  # the node and Service ranges: refused to egress, as the pods'
 
 
 class WorkloadNetworkPolicies(pulumi.ComponentResource):
     def __init__(self, name: str, args: WorkloadNetworkPoliciesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:k8s:WorkloadNetworkPolicies", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        specs = policy_specs(args.pod_range)
+        specs = policy_specs(args.pod_range, args.cluster_ranges)
         self.policies = [
             k8s.networking.v1.NetworkPolicy(
                 f"networkpolicy-{policy}",

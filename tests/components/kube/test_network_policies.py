@@ -78,6 +78,15 @@ COLLECTOR = Endpoint("gmp-system", "10.64.8.10", {"app.kubernetes.io/name": "col
 NODE = Endpoint(None, "10.0.0.5")  # the dev stack's node range; not a pod of any namespace
 METADATA_SERVER = Endpoint(None, "169.254.169.252")
 HUGGING_FACE = Endpoint(None, "18.239.50.10")
+GOOGLE_APIS = Endpoint(None, "199.36.153.8")  # private.googleapis.com: Private Google Access's public range
+LEGACY_METADATA = Endpoint(None, "169.254.169.254")
+OTHER_PRIVATE = {  # a peered VPC, an on-premises range, shared address space: none is a workload's business
+    "10.200.0.5": Endpoint(None, "10.200.0.5"),
+    "172.20.0.5": Endpoint(None, "172.20.0.5"),
+    "192.168.50.5": Endpoint(None, "192.168.50.5"),
+    "100.64.0.5": Endpoint(None, "100.64.0.5"),
+}
+SERVICE_ADDRESS = Endpoint(None, "10.65.0.10")  # the dev stack's Service range
 
 FLOWS = [
     ("Ray worker to the head's GCS", WORKER, HEAD, 6379, "TCP", True),
@@ -90,6 +99,16 @@ FLOWS = [
     ("DNS", TRAINER_0, KUBE_DNS, 53, "UDP", True),
     ("Workload Identity", TRAINER_0, METADATA_SERVER, 988, "TCP", True),
     ("a Hugging Face download", TRAINER_0, HUGGING_FACE, 443, "TCP", True),
+    ("GCS through Private Google Access", TRAINER_0, GOOGLE_APIS, 443, "TCP", True),
+    ("the metadata server's legacy port", WORKER, LEGACY_METADATA, 80, "TCP", True),
+    ("a trainer to a node's kubelet", TRAINER_0, NODE, 10250, "TCP", False),
+    ("a trainer to the control plane's private endpoint (node subnet)", TRAINER_0, NODE, 443, "TCP", False),
+    ("a trainer to a Service address no pod selector covers", TRAINER_0, SERVICE_ADDRESS, 443, "TCP", False),
+    ("a trainer to the link-local range beyond the metadata ports", TRAINER_0, LEGACY_METADATA, 8080, "TCP", False),
+    *(
+        (f"a trainer to a private address ({address})", TRAINER_0, endpoint, 443, "TCP", False)
+        for address, endpoint in OTHER_PRIVATE.items()
+    ),
     ("another namespace to the job API", OTHER_TEAM, HEAD, 8265, "TCP", False),
     ("a node (or a host-network pod) to the job API", NODE, HEAD, 8265, "TCP", False),
     ("another namespace to the Ray client port", OTHER_TEAM, HEAD, 10001, "TCP", False),
@@ -116,3 +135,17 @@ def test_flow(policies, label, source, target, port, proto, expected):
 
 def test_without_the_policies_every_flow_is_open():
     assert all(can_connect([], source, target, port, proto) for _, source, target, port, proto, _ in FLOWS)
+
+
+def test_cluster_ranges_outside_private_space_are_refused_too():
+    from ipaddress import IPv4Network
+
+    from components.kube.network_policies import policy_specs
+
+    public_pods = IPv4Network("34.118.0.0/20")  # a cluster on privately used public addresses
+    specs = policy_specs(public_pods, (IPv4Network("34.118.16.0/20"),))
+    pod = Endpoint(None, "34.118.3.4")
+    assert not can_connect([specs["default-deny"], specs["allow-egress-dns-metadata-outside"]], TRAINER_0, pod, 443)
+    assert can_connect(
+        [specs["default-deny"], specs["allow-egress-dns-metadata-outside"]], TRAINER_0, HUGGING_FACE, 443
+    )
