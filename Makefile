@@ -10,7 +10,7 @@ PREFLIGHT_FLAGS ?=
 # (tests/components/jobs/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
-.PHONY: preflight plan diff forecast test test-infra lint schemas train-local docs
+.PHONY: preflight plan diff forecast catalog stack-schema test test-infra lint schemas train-local docs
 
 TRAINYARD := $(VENV)/bin/trainyard
 
@@ -32,7 +32,7 @@ $(VENV)/.dev: $(TRAINYARD) requirements-dev.txt
 	touch $@
 
 # One target per verb (`.venv/bin/trainyard VERB --help` says more): make preflight|plan|forecast [STACK=dev],
-# make diff [BASE=<git revision>] [STACK=dev].
+# make diff [BASE=<git revision>] [STACK=dev], make catalog.
 preflight plan: $(TRAINYARD)
 	$(TRAINYARD) plan --stack $(STACK) $(PREFLIGHT_FLAGS)
 
@@ -41,6 +41,13 @@ diff: $(TRAINYARD)
 
 forecast: $(TRAINYARD)
 	$(TRAINYARD) forecast --stack $(STACK)
+
+catalog: $(TRAINYARD)
+	$(TRAINYARD) catalog
+
+# docs/stack-schema.json, the stack file's JSON Schema for editors (docs/editor.md), from the config models.
+stack-schema: $(TRAINYARD)
+	$(TRAINYARD) schema --write
 
 # Re-fetch the pinned CRD schemas from their upstream commits into .cache/ (looked up before the copies
 # vendored in preflight/checks/crds/), checking every file's sha256; needs the internet.

@@ -1,7 +1,8 @@
 """`trainyard VERB`: one command line for every verb (also `python -m preflight VERB`; no verb plans the stack).
 
 `.venv/bin/trainyard` is the console script that `make preflight` installs (pyproject.toml: [project.scripts]);
-it works without activating the venv. The verbs share their options: --stack, --project-dir and --json.
+it works without activating the venv. The verbs share their options: --stack, --project-dir and --json
+(catalog, which reads no stack, takes --json).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from preflight import cli_forecast, cli_plan
+from preflight import catalog, cli_forecast, cli_plan, cli_schema
 from preflight.cli_output import WIDTH
 
 DESCRIPTION = "Plan, check, forecast and compare trainyard stacks offline: no cloud, no credentials."
 # The verb run when none is named, so `python -m preflight --stack dev` plans as it always has.
 DEFAULT_VERB = "plan"
 DIFF_VERB = "diff"
-VERBS = ("plan", "diff", "forecast")
+VERBS = ("plan", "diff", "forecast", "catalog", "schema")
 
 TOP_EPILOG = """\
 With no verb, trainyard plans: `trainyard --stack dev` is `trainyard plan --stack dev`.
@@ -29,6 +30,7 @@ examples:
   .venv/bin/trainyard plan                    plan and check the dev stack (Pulumi.dev.yaml)
   .venv/bin/trainyard diff --base main        what this branch changes in the dev stack
   .venv/bin/trainyard forecast --stack dev    each job's step time, MFU and cost per run
+  .venv/bin/trainyard catalog                 the TPU topologies, machines, capacities and prices
   make preflight STACK=dev                    build .venv (first time), then plan
 """
 
@@ -62,6 +64,25 @@ examples:
                                               the policy pack config with the forecast added
                                               (for `pulumi preview --policy-pack-config`)
   make forecast STACK=dev
+"""
+
+CATALOG_EPILOG = """\
+examples:
+  trainyard catalog                           every topology, machine, capacity mode and price
+  trainyard catalog --region us-east5         prices in one region only
+  trainyard catalog --json - | jq '.tpuTopologies[] | select(.vms > 1)'
+                                              the multi-host slices, as JSON
+  make catalog
+"""
+
+SCHEMA_EPILOG = """\
+A stack file names it in its first line (docs/editor.md):
+  # yaml-language-server: $schema=./docs/stack-schema.json
+
+examples:
+  trainyard schema > /tmp/stack-schema.json   print the schema
+  trainyard schema --write                    rewrite docs/stack-schema.json (after a model changed)
+  make stack-schema
 """
 
 
@@ -146,6 +167,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="print FILE (a policy pack config) with the forecast added for runs-within-budget, as JSON for "
         "`pulumi preview --policy-pack-config`",
     )
+    summary = "the topologies, machine types, capacity modes, zones and prices trainyard knows"
+    catalog_verb = _verb(verbs, "catalog", summary, CATALOG_EPILOG, catalog.run, [])
+    json_option(catalog_verb, "the catalog")
+    catalog_verb.add_argument("--region", help="list the prices of REGION only (such as us-east5)")
+    summary = "the JSON Schema of a stack file, for editors (yaml-language-server)"
+    schema = _verb(verbs, "schema", summary, SCHEMA_EPILOG, cli_schema.run, [])
+    schema.add_argument("--write", action="store_true", help=f"write it to {cli_schema.SCHEMA_PATH.name} in docs/")
     return parser
 
 
