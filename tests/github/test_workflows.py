@@ -130,3 +130,39 @@ def test_every_pulumi_job_has_the_kubeconfigs_credential_plugin_before_it_runs_p
         gcloud = steps[uses.index("google-github-actions/setup-gcloud")]
         assert "gke-gcloud-auth-plugin" in gcloud["with"]["install_components"].split(","), job
         assert uses.index("google-github-actions/setup-gcloud") < uses.index("pulumi/actions"), job
+
+
+def test_the_workflow_runs_where_the_ci_identity_bootstrap_trusts_it():
+    """bootstrap/ admits only pulumi.yml's `up` in the deploy environment on the deploy branch and its `preview` in
+    the preview environment: the workflow must be that file, with those environments and that branch."""
+    from components.infra.ci_identity import CiIdentityArgs
+
+    trusted = CiIdentityArgs(project="p", repository="o/r")
+    workflow = load(Path(trusted.workflow).name)
+    assert (WORKFLOWS / Path(trusted.workflow).name).exists()
+    assert workflow["jobs"]["up"]["environment"] == trusted.deploy_environment
+    assert workflow["on"]["push"]["branches"] == [trusted.deploy_branch]
+    assert workflow["jobs"]["preview"]["environment"] == trusted.preview_environment
+
+
+def test_the_header_states_what_iam_can_express():
+    """The deploy account's isolation lives in the provider's attribute condition and the binding's one subject; a
+    service account binding's condition cannot read `assertion.*`, so the header must not say it does."""
+    header = "".join(
+        line for line in (WORKFLOWS / "pulumi.yml").read_text().splitlines(keepends=True) if line[0] == "#"
+    )
+    assert "bootstrap/" in header and "attribute condition" in header
+    assert "subject/" in header and "repo:ORG/REPO:environment:dev" in header
+    assert "binding must carry" not in header and "assertion.environment" not in header
+    assert "require reviewers" in header  # the preview runs branch code with the stack's secrets only once approved
+
+
+def test_only_the_approved_jobs_see_a_pulumi_token_or_cloud_credentials():
+    for name in ("pr.yml", "pr-comment.yml"):
+        text = (WORKFLOWS / name).read_text()
+        assert "PULUMI_ACCESS_TOKEN" not in text and "google-github-actions/auth" not in text, name
+        assert "id-token" not in text, name
+    workflow = load("pulumi.yml")
+    for job in workflow["jobs"].values():
+        assert job["environment"] in ("preview", "dev")
+        assert job["permissions"].get("id-token") == "write"
