@@ -11,92 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.facts import cost
-from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE
 from preflight.checks import policy_runner
+from preflight.diff import replacements
 from preflight.forecast.report import plan_forecasts
 
-# Which input changes make pulumi-gcp replace the resource (the bridged Terraform schema's ForceNew):
-# - node pool: terraform-provider-google google/services/container/resource_container_node_pool.go,
-#   schemaNodePool + ResourceContainerNodePool: name, namePrefix, cluster, location, project,
-#   placementPolicy, queuedProvisioning, maxPodsPerNode, initialNodeCount, and in networkConfig
-#   createPodRange, podRange, podIpv4CidrBlock, additionalNodeNetworkConfigs,
-#   additionalPodNetworkConfigs, podCidrOverprovisionConfig, subnetwork.
-# - nodeConfig (node_config.go, schemaNodeConfig): ForceNew except the fields nodePoolNodeConfigUpdate
-#   changes in place (NODE_CONFIG_IN_PLACE). machineType/diskType/diskSizeGb became in-place in
-#   terraform-provider-google v5.10.0 (GoogleCloudPlatform/magic-modules PR #9575): the nodes are
-#   migrated, the pool stays. guestAccelerators (incl. gpuDriverInstallationConfig) still replace the pool
-#   (hashicorp/terraform-provider-google issue #23248).
-# - cluster: resource_container_cluster.go ForceNew fields below; on a cluster, nodeConfig is the default
-#   pool's config and any ForceNew sub-field replaces the whole cluster.
-NODE_POOL_REPLACE = (
-    "name",
-    "namePrefix",
-    "cluster",
-    "location",
-    "project",
-    "placementPolicy",
-    "queuedProvisioning",
-    "maxPodsPerNode",
-    "initialNodeCount",
-    "networkConfig.createPodRange",
-    "networkConfig.podRange",
-    "networkConfig.podIpv4CidrBlock",
-    "networkConfig.additionalNodeNetworkConfigs",
-    "networkConfig.additionalPodNetworkConfigs",
-    "networkConfig.podCidrOverprovisionConfig",
-    "networkConfig.subnetwork",
-)
-NODE_CONFIG_IN_PLACE = (
-    "labels",
-    "resourceLabels",
-    "resourceManagerTags",
-    "taints",
-    "tags",
-    "imageType",
-    "workloadMetadataConfig",
-    "kubeletConfig",
-    "linuxNodeConfig",
-    "gcfsConfig",
-    "loggingVariant",
-    "fastSocket",
-    "containerdConfig",
-    "storagePools",
-    "windowsNodeConfig",
-    "machineType",
-    "diskType",
-    "diskSizeGb",
-)
+# Node pool fields whose in-place update recreates every node (rolling migration: nodePoolNodeConfigUpdate in
+# terraform-provider-google's node_config.go since v5.10.0, GoogleCloudPlatform/magic-modules PR #9575).
 NODES_MIGRATED = ("nodeConfig.machineType", "nodeConfig.diskType", "nodeConfig.diskSizeGb")
-CLUSTER_REPLACE = (
-    "name",
-    "location",
-    "project",
-    "network",
-    "subnetwork",
-    "description",
-    "initialNodeCount",
-    "ipAllocationPolicy",
-    "clusterIpv4Cidr",
-    "networkingMode",
-    "enableAutopilot",
-    "enableKubernetesAlpha",
-    "enableTpu",
-    "defaultMaxPodsPerNode",
-    "datapathProvider",
-    "enableMultiNetworking",
-    "masterAuth.clientCertificateConfig",
-    "privateClusterConfig.masterIpv4CidrBlock",
-    "privateClusterConfig.privateEndpointSubnetwork",
-    "nodePools",
-)
 
 
-# Kubernetes: a new name or namespace is a new object; a Job's pod template, selector and completion mode are
-# immutable once created (https://kubernetes.io/docs/concepts/workloads/controllers/job/), so pulumi-kubernetes
-# replaces the Job. Workloads whose replacement or removal the diff spells out, naming the workload:
-KUBERNETES_REPLACE = ("metadata.name", "metadata.namespace")
-JOB_TYPE = "kubernetes:batch/v1:Job"
-JOB_REPLACE = ("spec.template", "spec.selector", "spec.completionMode")
+# Workloads whose replacement or removal the diff spells out, naming the workload:
 WORKLOAD_KINDS = ("Job", "RayJob", "RayCluster", "JobSet")
 # Kueue's ResourceFlavor CRD (v0.19.2 validation rules): once a flavor has a topologyName, its topologyName,
 # nodeLabels and tolerations never change; the API server refuses such an update, so `pulumi up` fails on it.
@@ -144,6 +68,7 @@ class PlanDiff:
     base_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_resources: list[Mapping[str, Any]] = field(default_factory=list)
+    dependents: list[replacements.Dependent] = field(default_factory=list)  # what the replacements drag along
 
     @property
     def replaced(self) -> list[ResourceChange]:
@@ -177,7 +102,7 @@ def property_changes(type_: str, old: Mapping[str, Any], new: Mapping[str, Any])
                     path,
                     None if old_value is missing else old_value,
                     None if new_value is missing else new_value,
-                    forces_replacement(type_, path),
+                    replacements.forces_replacement(type_, path, old, new),
                 )
             )
     return changes
@@ -186,20 +111,6 @@ def property_changes(type_: str, old: Mapping[str, Any], new: Mapping[str, Any])
 def _under(path: str, prefixes: tuple[str, ...]) -> bool:
     plain = path.split("[", 1)[0]
     return any(plain == prefix or plain.startswith(prefix + ".") for prefix in prefixes)
-
-
-def forces_replacement(type_: str, path: str) -> bool:
-    if type_ == NODE_POOL_TYPE:
-        if path.startswith("nodeConfig."):
-            return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE))
-        return _under(path, NODE_POOL_REPLACE)
-    if type_ == CLUSTER_TYPE:
-        if path.startswith("nodeConfig."):
-            return not _under(path, tuple(f"nodeConfig.{name}" for name in NODE_CONFIG_IN_PLACE[:-3]))
-        return _under(path, CLUSTER_REPLACE)
-    if type_.startswith("kubernetes:"):
-        return _under(path, KUBERNETES_REPLACE) or (type_ == JOB_TYPE and _under(path, JOB_REPLACE))
-    return False
 
 
 def _verdict_key(verdict: policy_runner.Verdict) -> tuple[str, str, str, str]:
@@ -231,6 +142,8 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
             change = ResourceChange(urn, new["type"], new["name"], tuple(changes), retained, delete_first)
             result.changed.append(change)
     result.changed.sort(key=lambda change: (not change.replaced, change.urn))
+    replaced = [change.urn for change in result.replaced]
+    result.dependents = replacements.dependents(replaced, result.head_resources, set(replaced))
     base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, pack_config)} if base else {}
     head_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(head, pack_config)}
     result.new_verdicts = [v for key, v in head_verdicts.items() if key not in base_verdicts]

@@ -9,6 +9,7 @@ from typing import Any
 
 from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
+from preflight.diff.replacements import Dependent
 from preflight.engine.plan import integral_as_int
 
 
@@ -97,6 +98,25 @@ def _restarts(change: ResourceChange, head: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _dependent_line(dependent: Dependent, heads: Mapping[str, Mapping[str, Any]]) -> str:
+    kind = _short_type(dependent.type)
+    paths = ", ".join(f"`{path}`" for path in dependent.paths)
+    if dependent.replaced:
+        return (
+            f"> **{kind} `{dependent.name}` will be REPLACED too**: it uses `{dependent.cause}` ({paths}), which "
+            "is replaced, and the provider cannot change that in place."
+        )
+    if is_workload(dependent.type):
+        workload = _workload_name(heads.get(dependent.urn, {}))
+        return (
+            f"> **{kind} `{workload}` runs on `{dependent.cause}`, which is replaced**: its pods there are evicted "
+            "and it waits until the new one is ready."
+        )
+    if dependent.paths:
+        return f"> {kind} `{dependent.name}` is updated to the new `{dependent.cause}` ({paths})."
+    return f"> {kind} `{dependent.name}` depends on `{dependent.cause}` and waits while it is replaced."
+
+
 def _replacement_warning(diff: PlanDiff) -> list[str]:
     lines = []
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
@@ -116,6 +136,7 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
             f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
             f"because of {paths}."
         )
+    lines += [_dependent_line(dependent, heads) for dependent in diff.dependents]
     lines += [_workload_removed(resource) for resource in diff.removed if is_workload(resource["type"])]
     lines += [_kept(resource) for resource in diff.removed if _retained_object(resource)]
     for change in diff.changed:
@@ -269,7 +290,9 @@ def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) ->
 def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
     summary = (
         f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
-        f"({len(diff.replaced)} replaced)" + (f", {len(diff.moved)} moved by an alias" if diff.moved else "")
+        f"({len(diff.replaced)} replaced)"
+        + (f", {dragged} replaced with what they use" if (dragged := sum(d.replaced for d in diff.dependents)) else "")
+        + (f", {len(diff.moved)} moved by an alias" if diff.moved else "")
     )
     lines = [
         f"## trainyard preflight diff — stack `{diff.stack}`",

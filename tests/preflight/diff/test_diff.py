@@ -65,7 +65,8 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
 @pytest.mark.parametrize(
     ("name", "path", "value", "replaced"),
     [
-        ("v6e-16-0", "placementPolicy.tpuTopology", "2x4", True),
+        ("v6e-16-0", "placementPolicy.policyName", "compact-2", True),
+        ("v6e-16-0", "placementPolicy.tpuTopology", "2x4", False),  # not ForceNew in the provider's schema
         (
             "gpu-nodepool-dws",
             "nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion",
@@ -75,7 +76,8 @@ def test_mtu_change_shows_path_values_and_the_new_violation():
         ("gpu-nodepool-dws", "nodeConfig.spot", True, True),
         ("gpu-nodepool-dws", "queuedProvisioning.enabled", False, True),
         ("v6e-16-0", "location", "us-east5-a", True),
-        ("trainyard-dev", "nodeConfig.machineType", "e2-standard-4", True),
+        ("trainyard-dev", "nodeConfig.machineType", "e2-standard-4", False),  # in place since v5.10.0
+        ("trainyard-dev", "nodeConfig.spot", True, True),
         ("trainyard-dev", "location", "us-east5", True),
         ("v6e-16-0", "nodeConfig.labels.team", "ml", False),
         ("v6e-16-0", "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA", False),
