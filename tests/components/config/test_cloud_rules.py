@@ -281,7 +281,7 @@ def test_every_rule_is_documented_with_its_source():
     docs = DOCS.read_text(encoding="utf-8")
     for rule in cloud_rules.RULES:
         assert f"`{rule.id}`" in docs, rule.id
-        first_url = rule.source.split()[0].rstrip(",;")
+        first_url = rule.source.split()[0].rstrip(",;:")
         assert first_url in docs, f"{rule.id}: {first_url} not in docs/cloud-facts.md"
 
 
