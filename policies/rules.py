@@ -10,6 +10,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   long-running-jobs-skip-await {"maxAwaitSeconds": 600}
   cost-within-budget        {"maxUsdPerHour": 500, "enforcementLevel": "mandatory"}  default 1000 USD/h
   runs-within-budget        {"maxUsdPerRun": 1000, "forecast": [...]}  default 2000 USD; forecast: preflight's
+  max-cost-within-spread    {"maxSpread": 20}  default 10: maximum cost per hour over minimum
   privileged-only-where-allowed {"allowedPrivileged": ["DaemonSet/kube-system/nccl-rdma-installer"]}
   host-access-only-where-allowed {"allowedHostAccess": ["DaemonSet/kube-system/nccl-rdma-installer"]}
   pods-run-restricted       {"allowedUnrestricted": ["DaemonSet/kube-system/nccl-rdma-installer"]}
@@ -125,6 +126,19 @@ BUDGET_CONFIG = PolicyConfigSchema(
         }
     }
 )
+SPREAD_CONFIG = PolicyConfigSchema(
+    properties={
+        "maxSpread": {
+            "type": "number",
+            "minimum": 1,
+            "default": stack_rules.DEFAULT_MAX_COST_SPREAD,
+            "description": (
+                "How many times its cost at minimum scale the stack may cost at maximum "
+                f"(default {stack_rules.DEFAULT_MAX_COST_SPREAD:g})."
+            ),
+        }
+    }
+)
 # maxUsdPerRun has no schema default on purpose: the CLI and preflight fill schema defaults in, and the rule
 # must tell a budget the team set (which also reports jobs without a forecast) from its own default.
 RUN_BUDGET_CONFIG = PolicyConfigSchema(
@@ -191,6 +205,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
     resource_policy(exposure_rules.public_endpoint_names_its_ranges, level=ADVISORY),
     stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
+    stack_policy(stack_rules.max_cost_within_spread, level=ADVISORY, config=SPREAD_CONFIG),
     stack_policy(stack_rules.runs_within_budget, level=ADVISORY, config=RUN_BUDGET_CONFIG),
 ]
 

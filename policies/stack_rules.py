@@ -199,6 +199,9 @@ def _allows_ingress_from(rule: Any, network: Any, cidr: str) -> bool:
 # raises them in the pack config (cost-within-budget.maxUsdPerHour, runs-within-budget.maxUsdPerRun).
 DEFAULT_MAX_USD_PER_HOUR = 1000.0
 DEFAULT_MAX_USD_PER_RUN = 2000.0
+# How far above its idle cost a stack may grow unannounced: the dev stack spans $87/h to $615/h (7x, its A4 pool
+# scaling from zero to 10 nodes); 15 A4 nodes make it 10x.
+DEFAULT_MAX_COST_SPREAD = 10.0
 # How many of the costliest pool groups (pools of one machine type and capacity) an over-budget message names.
 _GROUPS_NAMED = 3
 
@@ -211,10 +214,7 @@ def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolat
     The message names the pools that drive the maximum, costliest first.
     """
     budget = float(args.get_config().get("maxUsdPerHour", DEFAULT_MAX_USD_PER_HOUR))
-    resources = [
-        {"type": r.resource_type, "name": r.name, "urn": r.urn, "inputs": plain(r.props)} for r in args.resources
-    ]
-    estimate = cost.estimate(resources)
+    estimate = _estimate(args)
     if estimate.max_usd_per_hour <= budget:
         return
     drivers = _cost_drivers(estimate.pools)
@@ -225,6 +225,56 @@ def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolat
         "the budget in the pack config if this scale is meant.",
         None,
     )
+
+
+def _estimate(args: StackValidationArgs) -> cost.StackCost:
+    resources = [
+        {"type": r.resource_type, "name": r.name, "urn": r.urn, "inputs": plain(r.props)} for r in args.resources
+    ]
+    return cost.estimate(resources)
+
+
+def max_cost_within_spread(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """The stack's maximum cost per hour stays within maxSpread times its minimum (advisory).
+
+    Pools that scale (the autoscaler, queued jobs) reach their maximum without a config change or a `pulumi up`:
+    a stack that costs $90/h idle and $2,000/h grown should say so before it happens, naming the pools that grow.
+    The spread is maxSpread, by default DEFAULT_MAX_COST_SPREAD; fixed-size pools count in both ends. A stack
+    with an unpriced pool is not judged.
+    """
+    spread = float(args.get_config().get("maxSpread", DEFAULT_MAX_COST_SPREAD))
+    estimate = _estimate(args)
+    low, high = estimate.min_usd_per_hour, estimate.max_usd_per_hour
+    if estimate.unpriced or high <= spread * low:
+        return  # a pool of unknown size or price leaves both ends unknown: the cost table says which
+    times = f"{high / low:,.1f} times" if low > 0 else "infinitely more than"
+    report_violation(
+        f"at maximum scale the stack costs ${high:,.2f}/h, {times} its ${low:,.2f}/h at minimum (more than "
+        f"{spread:g} times: max-cost-within-spread.maxSpread), grown by {', '.join(_growing_pools(estimate.pools))}. "
+        "They reach it on demand, without a config change: lower their maxNodes if that scale is not meant, or "
+        "raise maxSpread in the pack config.",
+        None,
+    )
+
+
+def _growing_pools(pools: tuple[cost.PoolCost, ...]) -> list[str]:
+    """The pools that scale, widest spread first: ``gpu-nodepool-dws ($0.00 to $790.50/h: 0 to 15 nodes of
+    a4-highgpu-8g)``; past _GROUPS_NAMED, the rest in one sum."""
+    growing = sorted(
+        (pool for pool in pools if pool.max_nodes > pool.min_nodes),
+        key=lambda pool: pool.max_usd_per_hour - pool.min_usd_per_hour,
+        reverse=True,
+    )
+    named = [
+        f"{pool.name} (${pool.min_usd_per_hour:,.2f} to ${pool.max_usd_per_hour:,.2f}/h: {pool.min_nodes:,} to "
+        f"{pool.max_nodes:,} nodes of {pool.machine_type})"
+        for pool in growing[:_GROUPS_NAMED]
+    ]
+    rest = growing[_GROUPS_NAMED:]
+    if rest:
+        usd = sum(pool.max_usd_per_hour - pool.min_usd_per_hour for pool in rest)
+        named.append(f"{len(rest):,} more pools (${usd:,.2f}/h more at maximum)")
+    return named
 
 
 def _cost_drivers(pools: tuple[cost.PoolCost, ...]) -> list[str]:
