@@ -148,6 +148,13 @@ class RayClusterConfig(ConfigModel):
     """LIBTPU_INIT_ARGS of the workers."""
 
 
+# What a change to a running job does (docs/operations.md): "replace" deletes the running revision (its pods get
+# SIGTERM and graceSeconds to checkpoint) before the new one is created, so two never run or bill at once;
+# "keep" leaves the running revision to finish and creates the new one beside it (Kueue admits it at once
+# when the quota holds both: `preflight diff` says so, with the overlap's cost).
+UpdatePolicy = Literal["replace", "keep"]
+
+
 class MaxTextJobConfig(ConfigModel):
     """One MaxText pre-training RayJob on a group of TPU slices."""
 
@@ -155,6 +162,9 @@ class MaxTextJobConfig(ConfigModel):
     """RayJob name."""
     enabled: bool = True
     """Start the job; a disabled job is kept but not checked against the pools."""
+    update_policy: UpdatePolicy = "replace"
+    """What a change does to the running job: replace (stop it, then start the new revision) or keep (let it
+    finish; the new revision starts beside it when quota allows, billing both)."""
     slices: str = Field(pattern=DNS_LABEL)  # the trainyard:tpuSlices group it runs on
     """The trainyard:tpuSlices group it runs on."""
     model_name: str = Field(pattern=MODEL_NAME)
@@ -246,6 +256,9 @@ class FsdpJobConfig(ConfigModel):
     """Indexed Job name."""
     enabled: bool = True
     """Start the job."""
+    update_policy: UpdatePolicy = "replace"
+    """What a change does to the running job: replace (stop it, then start the new revision) or keep (let it
+    finish; the new revision starts beside it when quota allows, billing both)."""
     pool: str = Field(pattern=DNS_LABEL)  # the trainyard:gpuPools pool it runs on
     """The trainyard:gpuPools pool it runs on."""
     nodes: Int = Field(ge=1)

@@ -37,7 +37,7 @@ from components.facts.gke import (
 from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, POD_TOKEN, container_security, pod_security
 from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes, nics_per_worker
-from components.kube.revision import retained, revision_name
+from components.kube.revision import revision_name, superseded
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
@@ -276,7 +276,7 @@ class RayWorkloads(pulumi.ComponentResource):
             "suspend": True,
             "rayClusterSpec": self._pods.cluster_spec([(group, lowest, highest, job.elastic)], self._code, secret_env),
         }
-        # Named by content and retained when superseded (kube/revision.py); MaxText's run folder is the job's,
+        # Named by content, superseded by its updatePolicy (kube/revision.py); MaxText's run folder is the job's,
         # so a new revision resumes from the checkpoints of the one before.
         return k8s.apiextensions.CustomResource(
             f"rayjob-{job.name}",
@@ -289,5 +289,7 @@ class RayWorkloads(pulumi.ComponentResource):
                 annotations=annotations,
             ),
             spec=spec,
-            opts=retained(pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=needs))),
+            opts=superseded(
+                pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=needs)), job.update_policy
+            ),
         )

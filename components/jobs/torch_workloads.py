@@ -34,7 +34,7 @@ from components.facts.gke import (
 from components.jobs.hf_token import HF_TOKEN_SECRET_KEY, hf_token_secret, hf_token_secret_name
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
-from components.kube.revision import FINISHED_TTL_SECONDS, retained, revision_name
+from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
@@ -290,7 +290,9 @@ class TorchWorkloads(pulumi.ComponentResource):
                 annotations={**SKIP_AWAIT, **max_run},
             ),
             spec=spec,
-            opts=retained(pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra))),
+            opts=superseded(
+                pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=extra)), job.update_policy
+            ),
         )
 
     def _service(self, job: FsdpJobConfig) -> k8s.core.v1.Service:

@@ -2,10 +2,10 @@
 
 A Job's pod template is immutable and KubeRay does not restart a running RayJob for a new spec, so any change
 to a job must be a new object. Naming it `<job>-<revision>`, the revision a hash of everything its pods get
-(image digest, code ConfigMap, arguments, resources), makes every change a new object beside the old one; the
-old one is retained (`retainOnDelete`): Pulumi forgets it, it runs to its end in the cluster, and
-`ttlSecondsAfterFinished` removes it later. Kueue admits the new revision when quota allows, usually once
-the old one has finished.
+(image digest, code ConfigMap, arguments, resources), makes every change a new object. The job's updatePolicy
+decides what happens to the running one: "replace" (default) deletes it first (deleteBeforeReplace); "keep"
+retains it (`retainOnDelete`): Pulumi forgets it, it runs to its end in the cluster beside the new one (Kueue
+admits both when the quota holds them), and `ttlSecondsAfterFinished` removes it later.
 """
 
 from __future__ import annotations
@@ -38,3 +38,11 @@ def revision_name(base: str, template: Any) -> pulumi.Output[str]:
 
 def retained(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True))
+
+
+def superseded(opts: pulumi.ResourceOptions, update_policy: str) -> pulumi.ResourceOptions:
+    """A job's revision under its update policy (components/config/jobs.py UpdatePolicy): "keep" retains the
+    running revision; "replace" deletes it before its successor is created, so the two never run at once."""
+    if update_policy == "keep":
+        return retained(opts)
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(delete_before_replace=True))

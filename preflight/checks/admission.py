@@ -197,3 +197,15 @@ def workload_config_keys(config: StackConfig) -> dict[str, str]:
     keys.update({nccl_job_name(pool.name): "trainyard:jobs.smoke" for pool in config.gpu_pools})
     keys[config.jobs.ray.name] = "trainyard:jobs.ray"
     return keys
+
+
+def admitted_beside(
+    resources: list[Mapping[str, Any]], workload: Mapping[str, Any], running: Mapping[str, Any]
+) -> dict[str, str] | list[tuple[str, str]]:
+    """Kueue's verdict on ``workload`` (an object's inputs) while ``running`` (another, admitted) holds its quota,
+    under the queues and flavors of ``resources``: each pod set's flavor, or why it waits."""
+    setup = kueue_setup(resources)
+    objects = [r["inputs"] for r in resources if kind_of(r["type"])]
+    context = _Context(setup, objects, claim_templates(objects), node_pools(resources))
+    _, held = _admit(running, context)
+    return _admit(workload, context, held)[0]

@@ -13,6 +13,7 @@ from typing import Any
 from components.facts import cost
 from preflight.checks import policy_runner
 from preflight.diff import replacements
+from preflight.diff.revisions_policy import Revision, revision
 from preflight.forecast.report import plan_forecasts
 
 # Node pool fields whose in-place update recreates every node (rolling migration: nodePoolNodeConfigUpdate in
@@ -69,6 +70,7 @@ class PlanDiff:
     head_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_resources: list[Mapping[str, Any]] = field(default_factory=list)
     dependents: list[replacements.Dependent] = field(default_factory=list)  # what the replacements drag along
+    revisions: dict[str, Revision] = field(default_factory=dict)  # a job's new revision, by URN
 
     @property
     def replaced(self) -> list[ResourceChange]:
@@ -152,6 +154,10 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     result.head_cost = cost.estimate(head.get("resources", []))
     result.base_forecast = plan_forecasts(base) if base else []
     result.head_forecast = plan_forecasts(head)
+    for change in result.changed:
+        if is_workload(change.type) and any(c.path == "metadata.name" for c in change.changes):
+            old, new = base_resources[base_urn_of[change.urn]], head_resources[change.urn]
+            result.revisions[change.urn] = revision(old, new, result.head_resources, result.head_forecast)
     return result
 
 

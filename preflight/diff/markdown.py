@@ -39,17 +39,40 @@ def _object_name(change: ResourceChange, side: str) -> str:
     return next((getattr(c, side) for c in change.changes if c.path == "metadata.name"), None) or "?"
 
 
-def _workload_replaced(change: ResourceChange, head: Mapping[str, Any]) -> str:
-    kind = _short_type(change.type)
+def _workload_replaced(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -> str:
+    kind, workload = _short_type(change.type), _workload_name(head)
     paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
     old, new = _object_name(change, "old"), _object_name(change, "new")
+    policy = diff.revisions.get(change.urn)
+    if policy is not None and policy.policy == "replace":
+        return (
+            f"> **{kind} `{workload}` will be REPLACED: updatePolicy replace DELETES the running `{old}` with its "
+            f"pods** (SIGTERM, then their grace period to checkpoint) before `{new}` is created, because of "
+            f"{paths}; the two never run at once."
+        )
+    if policy is not None and policy.policy == "keep":
+        head_line = (
+            f"> **{kind} `{workload}` gets a new revision** (`{old}` → `{new}`, because of {paths}): updatePolicy "
+            f"keep leaves the running `{old}` to its end (retainOnDelete)"
+        )
+        if not policy.starts_at_once:
+            return f"{head_line}; `{new}` waits for its quota until then (Kueue: {policy.waits_for})."
+        cost = (
+            f"about ${policy.overlap_usd_per_hour:,.0f}/h more"
+            if policy.overlap_usd_per_hour is not None
+            else "at a cost preflight cannot price"
+        )
+        return (
+            f"{head_line}; **Kueue admits `{new}` at once beside it** (the queue's quota holds both): both run, "
+            f"{cost} until `{old}` ends."
+        )
     if change.old_retained:
         return (
-            f"> **{kind} `{_workload_name(head)}` gets a new revision** (`{old}` → `{new}`, because of {paths}): "
-            f"the running `{old}` is kept (retainOnDelete) and runs to its end; `{new}` waits for Kueue quota."
+            f"> **{kind} `{workload}` gets a new revision** (`{old}` → `{new}`, because of {paths}): "
+            f"the running `{old}` is kept (retainOnDelete) and runs to its end."
         )
     return (
-        f"> **{kind} `{_workload_name(head)}` will be REPLACED: the running object is DELETED with its pods** "
+        f"> **{kind} `{workload}` will be REPLACED: the running object is DELETED with its pods** "
         f"and recreated, because of {paths}."
     )
 
@@ -122,7 +145,7 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
     for change in diff.replaced:
         if is_workload(change.type):
-            lines.append(_workload_replaced(change, heads.get(change.urn, {})))
+            lines.append(_workload_replaced(change, heads.get(change.urn, {}), diff))
             continue
         paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
         if change.delete_first:

@@ -177,7 +177,7 @@ def _commit_all(clone: Path, message: str) -> None:
 
 def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, capsys):
     """Two commits that differ only in a file of workloads/fsdp/: the FSDP job gets a new revision (the running
-    one kept), its image and code change, and nothing of the MaxText job does."""
+    one replaced), its image and code change, and nothing of the MaxText job does."""
     clone = tmp_path / "clone"
     _git("clone", "--quiet", "--no-hardlinks", str(PROJECT_DIR), str(clone), cwd=tmp_path)
     listed = _git_out("ls-files", "-co", "--exclude-standard", cwd=PROJECT_DIR).splitlines()
@@ -193,10 +193,9 @@ def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, c
     assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
     markdown = capsys.readouterr().out
     assert "[!CAUTION]" in markdown
-    assert re.search(
-        r"> \*\*Job `llama31-70b-fsdp` gets a new revision\*\* \(`llama31-70b-fsdp-[0-9a-f]{6}` → "
-        r"`llama31-70b-fsdp-[0-9a-f]{6}`, because of .*`metadata.name`.*\): the running "
-        r"`llama31-70b-fsdp-[0-9a-f]{6}` is kept \(retainOnDelete\)",
+    assert re.search(  # the default updatePolicy, replace: never two revisions at once
+        r"> \*\*Job `llama31-70b-fsdp` will be REPLACED: updatePolicy replace DELETES the running "
+        r"`llama31-70b-fsdp-[0-9a-f]{6}` with its pods\*\* .* before `llama31-70b-fsdp-[0-9a-f]{6}` is created",
         markdown,
     )
     assert "**Image `image-fsdp`**" in markdown and "workloads-fsdp-" in markdown
