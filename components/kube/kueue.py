@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import KueueConfig
 from components.config.models import StackConfig
-from components.facts import gke, topology
+from components.facts import cloud_rules, gke, topology
 from components.facts.gke import (
     DCN_NIC_RESOURCE,
     DRANET_DEVICE_CLASS,
@@ -32,7 +32,7 @@ from components.facts.gke import (
 from components.infra.cluster import SYSTEM_POOL_NAME
 from components.kube.dranet import dcn_nic_count, nics_per_worker
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
+API_VERSION = cloud_rules.KUEUE_API_VERSION
 CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 # The Kinds trainyard queues, as Kueue's integrations name them: FSDP and smoke Jobs, MaxText RayJobs, the
 # standalone RayCluster. A Kind left out is not managed (its objects start without quota).

@@ -285,12 +285,6 @@ def test_every_rule_is_documented_with_its_source():
         assert first_url in docs, f"{rule.id}: {first_url} not in docs/cloud-facts.md"
 
 
-def test_the_kueue_rule_names_the_api_version_the_stack_applies():
-    from components.kube import kueue
-
-    assert kueue.API_VERSION == cloud_rules.KUEUE_API_VERSION
-
-
 @pytest.mark.parametrize(
     ("location", "region", "holds"),
     [
