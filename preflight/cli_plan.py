@@ -28,7 +28,7 @@ from preflight.cli_output import progress, say, say_each
 from preflight.engine.plan import Plan, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
 from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
-from preflight.report import render_plan
+from preflight.report import render_jobs, render_plan
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
 
@@ -136,6 +136,10 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     if verdict.forecast:
         say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
         say_each(line for result in verdict.forecast for line in result.lines())
+    jobs = render_jobs(plan.manifests, verdict.admitted, verdict.admission, [r.to_json() for r in verdict.forecast])
+    if jobs:
+        say("\nJobs (what each enabled job became; `--json FILE` has every field):")
+        say_each(jobs)
 
 
 def verdict_line(plan: Plan, verdict: Verdict) -> str:

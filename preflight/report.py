@@ -1,14 +1,20 @@
-"""The plan as a person reads it: a tree of components and resources with their key settings."""
+"""The plan as a person reads it: a tree of components and resources with their key settings, and what each
+job became (where it runs, its mesh or world size, image, queue, admission and forecast)."""
 
 from __future__ import annotations
 
+import itertools
+import shlex
+import textwrap
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from components.facts import cost, gke, images
 from components.facts.capacity import node_pool_capacity
+from preflight.checks.admission import Admission, AdmissionProblem
 from preflight.engine.mocks import Registration
+from workloads.maxtext.parallelism import ParallelismError, check_parallelism, parse_overrides
 
 
 def _number(value: Any) -> str:
@@ -98,3 +104,180 @@ def render_plan(project: str, stack: str, resources: list[Registration]) -> str:
     lines += ["", "Resources by type:"]
     lines += [f"  {count:4d}  {type_}" for type_, count in sorted(counts.items())]
     return "\n".join(lines)
+
+
+# ---- what each job became: one short block per enabled job, read from the objects the plan would apply ----
+
+JOB_KINDS = ("RayJob", "RayCluster", "Job")
+TPU_RESOURCE, GPU_RESOURCE = "google.com/tpu", "nvidia.com/gpu"
+MAXTEXT_TRAINER, FSDP_TRAINER = "workloads.maxtext.train", "workloads.fsdp.train"
+TRAINERS = {MAXTEXT_TRAINER: "MaxText", FSDP_TRAINER: "FSDP"}
+
+
+def _containers(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return (template.get("spec") or {}).get("containers") or []
+
+
+def _node_selector(template: Mapping[str, Any]) -> Mapping[str, str]:
+    return (template.get("spec") or {}).get("nodeSelector") or {}
+
+
+def _image(template: Mapping[str, Any]) -> str:
+    return short_image(str(next(iter(_containers(template)), {}).get("image", "?")))
+
+
+def _per_pod(template: Mapping[str, Any], resource: str) -> int:
+    """How many of `resource` one pod of the template asks for (limits, as accelerators are given)."""
+    total = 0
+    for container in _containers(template):
+        resources = container.get("resources") or {}
+        total += int(float((resources.get("limits") or resources.get("requests") or {}).get(resource, 0)))
+    return total
+
+
+def _command_words(template: Mapping[str, Any]) -> list[str]:
+    parts = [part for c in _containers(template) for part in (c.get("command") or []) + (c.get("args") or [])]
+    return [word for part in parts for word in part.split()]
+
+
+def short_image(image: str) -> str:
+    """`registry/.../maxtext:tag@sha256:<64 hex>` as `maxtext:tag@sha256:<12 hex>` (the tree shows the registry)."""
+    name, at, digest = image.rpartition("/")[2].partition("@")
+    return f"{name}{at}{digest[: len('sha256:') + 12]}" if at else name
+
+
+def _flag_values(flags: list[str]) -> dict[str, str]:
+    return {flag: value for flag, value in itertools.pairwise(flags) if flag.startswith("--")}
+
+
+def maxtext_mesh(entrypoint: str) -> str | None:
+    """The MaxText mesh the trainer will build, resolved by its own rule (workloads/maxtext/parallelism.py)."""
+    words = shlex.split(entrypoint)
+    if MAXTEXT_TRAINER not in words:
+        return None
+    after = words[words.index(MAXTEXT_TRAINER) + 1 :]
+    flags, maxtext_args = (after[: after.index("--")], after[after.index("--") + 1 :]) if "--" in after else (after, [])
+    values = _flag_values(flags)
+    try:
+        chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
+        mesh = check_parallelism(parse_overrides(maxtext_args), chips_per_slice, int(values["--slices"]))
+    except (KeyError, ValueError, ParallelismError) as error:
+        return f"not resolved ({error})"
+    kinds = [(kind, axes) for kind, axes in (("ici", mesh.ici), ("dcn", mesh.dcn)) if axes]
+    return "; ".join(f"{kind} " + " x ".join(f"{axis}={size}" for axis, size in axes.items()) for kind, axes in kinds)
+
+
+def _slices_row(group: Mapping[str, Any]) -> tuple[str, str]:
+    """Where a Ray worker group runs: its slices (a range when elastic), hosts and chips."""
+    template = group.get("template") or {}
+    slices, hosts = int(group.get("replicas", 0)), int(group.get("numOfHosts", 1))
+    fewest = int(group.get("minReplicas", slices))
+    count = f"{fewest}..{slices}" if fewest != slices else str(slices)
+    chips = _per_pod(template, TPU_RESOURCE)
+    if not chips:
+        return "runs on", f"{count} x {hosts} CPU workers ({group.get('groupName')})"
+    selector = _node_selector(template)
+    shape = f"{selector.get(gke.TPU_ACCELERATOR_LABEL, '?')} {selector.get(gke.TPU_TOPOLOGY_LABEL, '?')}"
+    where = f"{count} slices of group {group.get('groupName')} ({shape}): {hosts} hosts x {chips} chips each"
+    return "runs on", f"{where}, {slices * hosts * chips} chips"
+
+
+def _ray_rows(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    spec = manifest.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") or spec  # a RayJob's cluster, or a RayCluster's own spec
+    rows = [_slices_row(group) for group in cluster.get("workerGroupSpecs") or []]
+    mesh = maxtext_mesh(str(spec.get("entrypoint", "")))
+    if mesh:
+        rows.append(("mesh", mesh))
+    return [*rows, ("image", _image((cluster.get("headGroupSpec") or {}).get("template") or {}))]
+
+
+def _job_rows(manifest: Mapping[str, Any], pool: str) -> list[tuple[str, str]]:
+    spec = manifest.get("spec") or {}
+    template = spec.get("template") or {}
+    selector = _node_selector(template)
+    pods = int(spec.get("parallelism") or spec.get("completions") or 1)
+    gpus, chips = _per_pod(template, GPU_RESOURCE), _per_pod(template, TPU_RESOURCE)
+    if gpus:
+        accelerator = selector.get(gke.GPU_ACCELERATOR_LABEL, "GPU")
+        rows = [("runs on", f"{pool}{pods} pods x {gpus} {accelerator} = {pods * gpus} GPUs")]
+        if "torchrun" in _command_words(template):
+            rows.append(("world", f"{pods * gpus} processes ({pods} nodes x {gpus}, torchrun)"))
+    elif chips:
+        shape = f"{selector.get(gke.TPU_ACCELERATOR_LABEL, '?')} {selector.get(gke.TPU_TOPOLOGY_LABEL, '?')}"
+        rows = [("runs on", f"{pool}{pods} pods x {chips} chips ({shape}) = {pods * chips} chips")]
+    else:
+        rows = [("runs on", f"{pods} pods, no accelerator")]
+    return [*rows, ("image", _image(template))]
+
+
+def forecast_summary(forecast: Mapping[str, Any]) -> str:
+    """A forecast's JSON (preflight/forecast/) in one line: step, MFU and what the run or its window costs."""
+    if "none" in forecast:
+        return f"{'DOES NOT FIT' if forecast.get('cannotRun') else 'none'}: {forecast['none']}"
+    usd = "~$" if forecast.get("priceEstimated") else "$"
+    parts = []
+    if "stepSeconds" in forecast:
+        parts.append(f"step {forecast['stepSeconds']:.1f} s")
+    if "mfu" in forecast:
+        parts.append(f"MFU {forecast['mfu']:.1%}")
+    if "usdPerRun" in forecast:
+        parts.append(f"{forecast.get('steps', '?')} steps {usd}{forecast['usdPerRun']:,.2f}")
+    elif "usdPerWindow" in forecast:
+        hours = forecast.get("windowSeconds", 0) / 3600
+        parts.append(
+            f"{hours:g} h window: {forecast.get('stepsInWindow', '?')} steps {usd}{forecast['usdPerWindow']:,.0f}"
+        )
+    return ", ".join(parts) or "see the Forecast section"
+
+
+def _queue_row(
+    manifest: Mapping[str, Any], admitted: Mapping[str, Admission], problems: Mapping[str, list[AdmissionProblem]]
+) -> str:
+    metadata = manifest.get("metadata") or {}
+    queue = (metadata.get("labels") or {}).get(gke.QUEUE_LABEL)
+    if not queue:
+        return "none: starts without Kueue"
+    workload = f"{manifest.get('kind')} {metadata.get('namespace')}/{metadata.get('name')}"
+    if workload in problems:
+        return f"{queue}: NOT ADMITTED: " + "; ".join(f"{p.reason} (change {p.key})" for p in problems[workload])
+    if workload in admitted:
+        return f"{queue}: admitted on {admitted[workload].flavor_list}"
+    return f"{queue}: not checked"
+
+
+def render_jobs(
+    manifests: Iterable[Mapping[str, Any]],
+    admitted: Iterable[Admission],
+    problems: Iterable[AdmissionProblem],
+    forecasts: Iterable[Mapping[str, Any]],
+    width: int = 98,
+) -> list[str]:
+    """One block per job object the plan applies: what it is, where it runs, its size, image, queue, forecast;
+    each line within `width` columns, a longer value wrapped under itself."""
+    by_workload = {admission.workload: admission for admission in admitted}
+    problems_of: dict[str, list[AdmissionProblem]] = {}
+    for problem in problems:
+        problems_of.setdefault(problem.workload, []).append(problem)
+    forecast_of = {str(forecast.get("job")): forecast for forecast in forecasts}
+    lines = []
+    for manifest in manifests:
+        if manifest.get("kind") not in JOB_KINDS:
+            continue
+        metadata = manifest.get("metadata") or {}
+        job = (metadata.get("labels") or {}).get(gke.WORKLOAD_LABEL) or metadata.get("name")
+        workload = f"{manifest['kind']} {metadata.get('namespace')}/{metadata.get('name')}"
+        words = shlex.split(str((manifest.get("spec") or {}).get("entrypoint", ""))) or _command_words(
+            (manifest.get("spec") or {}).get("template") or {}
+        )
+        trainer = next((name for module, name in TRAINERS.items() if module in words), "")
+        lines.append(f"{job}: {workload}{f' ({trainer})' if trainer else ''}")
+        flavors = by_workload[workload].flavors.values() if workload in by_workload else []
+        pool = f"pool {', '.join(sorted(set(flavors)))}: " if flavors else ""  # Kueue's flavors are the pools
+        rows = _job_rows(manifest, pool) if manifest["kind"] == "Job" else _ray_rows(manifest)
+        rows.append(("queue", _queue_row(manifest, by_workload, problems_of)))
+        if job in forecast_of:
+            rows.append(("forecast", forecast_summary(forecast_of[job])))
+        for label, value in rows:
+            lines += textwrap.wrap(f"  {label:<9} {value}", width, subsequent_indent=" " * 12, break_on_hyphens=False)
+    return lines
