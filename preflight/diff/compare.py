@@ -69,6 +69,7 @@ class PlanDiff:
     base_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_forecast: list[dict[str, Any]] = field(default_factory=list)
     head_resources: list[Mapping[str, Any]] = field(default_factory=list)
+    base_resources: list[Mapping[str, Any]] = field(default_factory=list)
     dependents: list[replacements.Dependent] = field(default_factory=list)  # what the replacements drag along
     revisions: dict[str, Revision] = field(default_factory=dict)  # a job's new revision, by URN
 
@@ -123,7 +124,11 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     """The difference between two plans (``Plan.to_json()`` shapes); base may be empty ``{}``."""
     base_resources = {r["urn"]: r for r in base.get("resources", [])}
     head_resources = {r["urn"]: r for r in head.get("resources", [])}
-    result = PlanDiff(stack=str(head.get("stack", "?")), head_resources=list(head_resources.values()))
+    result = PlanDiff(
+        stack=str(head.get("stack", "?")),
+        head_resources=list(head_resources.values()),
+        base_resources=list(base_resources.values()),
+    )
     # The engine treats a resource whose alias names a base URN as that resource: moved, not replaced.
     base_urn_of = {urn: urn for urn in head_resources.keys() & base_resources.keys()}
     for urn, resource in head_resources.items():

@@ -7,9 +7,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
+from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NETWORK_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
 from preflight.diff.replacements import Dependent
+from preflight.diff.workloads import all_workloads, pools_on_network, queued_provisioning, workload_name, workloads_on
 from preflight.engine.plan import integral_as_int
 
 
@@ -100,44 +101,110 @@ def _kept(resource: Mapping[str, Any]) -> str:
     )
 
 
-def _restarts(change: ResourceChange, head: Mapping[str, Any]) -> list[str]:
-    """In-place changes that still stop or pause running work: a GKE version, a Kueue release."""
+def _ray_operator_on(cluster: Mapping[str, Any]) -> bool:
+    configs = ((cluster.get("addonsConfig") or {}).get("rayOperatorConfigs")) or []
+    return any(config.get("enabled") for config in configs)
+
+
+def _restarts(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -> list[str]:
+    """In-place changes that still stop or pause running work: a GKE version (and its Ray operator), a Kueue
+    release, the Ray operator switched off."""
     versions = {c.path: c for c in change.changes if c.path in ("minMasterVersion", "version")}
+    running = ", ".join(all_workloads(diff.head_resources)) or "no job"
+    lines = []
     if change.type == CLUSTER_TYPE and "minMasterVersion" in versions:
         version = versions["minMasterVersion"]
-        line = (
+        lines.append(
             f"> **Cluster `{change.name}`: GKE version `{version.old}` → `{version.new}` restarts the control plane** "
             "(the API pauses; Kueue and the Ray operator wait); node pools with auto-upgrade follow it, recreating "
-            "their nodes and evicting the pods on them, running jobs included."
+            f"their nodes and evicting the pods on them, running jobs included ({running})."
         )
-        return [line]
+        rayjobs = [name for name in all_workloads(diff.head_resources) if name.startswith("Ray")]
+        if _ray_operator_on(head) and rayjobs:
+            lines.append(
+                f"> **Ray operator: GKE's Ray add-on moves to the KubeRay of GKE `{version.new}`**: it restarts, and "
+                f"{', '.join(rayjobs)} is not reconciled meanwhile (a lost worker is not replaced); a new KubeRay "
+                "may change how it runs them."
+            )
+    switched = [
+        c
+        for c in change.changes
+        if c.path.startswith("addonsConfig.rayOperatorConfigs") and c.path.endswith(".enabled")
+    ]
+    if change.type == CLUSTER_TYPE and any(c.old and not c.new for c in switched):
+        rayjobs = [name for name in all_workloads(diff.base_resources) if name.startswith("Ray")]
+        lines.append(
+            f"> **Cluster `{change.name}`: the Ray operator is switched off**: {', '.join(rayjobs) or 'no RayJob'} "
+            "loses its operator; its pods run on unmanaged, and nothing restarts a lost worker."
+        )
     if change.type == HELM_CHART_TYPE and "version" in versions and str(head.get("chart", "")).endswith("/kueue"):
         version = versions["version"]
-        line = (
+        lines.append(
             f"> **Kueue `{version.old}` → `{version.new}`**: the chart restarts Kueue's controller (admission pauses "
-            "meanwhile) and may change its CRDs and defaults; running workloads stay admitted."
+            f"meanwhile) and may change its CRDs and defaults; running workloads stay admitted ({running})."
         )
-        return [line]
-    return []
+    return lines
 
 
-def _dependent_line(dependent: Dependent, heads: Mapping[str, Mapping[str, Any]]) -> str:
+def _dependent_line(dependent: Dependent, diff: PlanDiff) -> str:
     kind = _short_type(dependent.type)
     paths = ", ".join(f"`{path}`" for path in dependent.paths)
+    causes = ", ".join(f"`{cause}`" for cause in dependent.causes)
     if dependent.replaced:
         return (
-            f"> **{kind} `{dependent.name}` will be REPLACED too**: it uses `{dependent.cause}` ({paths}), which "
-            "is replaced, and the provider cannot change that in place."
+            f"> **{kind} `{dependent.name}` will be REPLACED too**: it uses {causes} ({paths}), which is replaced, "
+            "and the provider cannot change that in place."
         )
     if is_workload(dependent.type):
-        workload = _workload_name(heads.get(dependent.urn, {}))
-        return (
-            f"> **{kind} `{workload}` runs on `{dependent.cause}`, which is replaced**: its pods there are evicted "
-            "and it waits until the new one is ready."
+        head = {r["urn"]: r for r in diff.head_resources}
+        pools = [r for r in diff.head_resources if r["name"] in dependent.causes and r["type"] == NODE_POOL_TYPE]
+        waits = (
+            "waits for new DWS capacity (a new ProvisioningRequest) before it resumes from its newest checkpoint"
+            if any(queued_provisioning(pool) for pool in pools)
+            else "waits for the new nodes, then resumes from its newest checkpoint"
         )
-    if dependent.paths:
-        return f"> {kind} `{dependent.name}` is updated to the new `{dependent.cause}` ({paths})."
-    return f"> {kind} `{dependent.name}` depends on `{dependent.cause}` and waits while it is replaced."
+        return (
+            f"> **{workload_name(head[dependent.urn])} runs on {causes}, which is replaced: its running pods die** "
+            f"when the old nodes go, and it {waits}."
+        )
+    return f"> {kind} `{dependent.name}` is updated to the new {causes} ({paths})."
+
+
+def _pool_removed(pool: Mapping[str, Any], diff: PlanDiff) -> str:
+    on_it = workloads_on({pool["urn"]}, diff.base_resources)
+    one = len(on_it) == 1
+    victims = (
+        f"{', '.join(on_it)} {'runs' if one else 'run'} on it and {'loses its' if one else 'lose their'} pods there"
+        if on_it
+        else "every pod on them goes with them"
+    )
+    line = f"> **NodePool `{pool['name']}` will be DELETED with its nodes**: {victims}."
+    if any(r["type"] == NODE_POOL_TYPE for r in diff.added):
+        line += (
+            " If it was renamed (a slice group or pool name changed), the pools are rebuilt, not moved: GKE knows a "
+            "pool by its name, so no alias can carry it over, and the new pools start with new capacity."
+        )
+    return line
+
+
+def _network_lines(change: ResourceChange, diff: PlanDiff) -> list[str]:
+    """An MTU change updates the VPC in place, but a running VM keeps the MTU it booted with."""
+    mtu = next((c for c in change.changes if c.path == "mtu"), None)
+    if change.type != NETWORK_TYPE or mtu is None or change.replaced:
+        return []
+    network = next(r for r in diff.head_resources if r["urn"] == change.urn)
+    pools = pools_on_network(network, diff.head_resources)
+    if not pools:
+        return []
+    names = ", ".join(f"`{pool['name']}`" for pool in pools)
+    on_them = workloads_on({pool["urn"] for pool in pools}, diff.head_resources)
+    jobs = f" ({', '.join(on_them)} {'runs' if len(on_them) == 1 else 'run'} on them)" if on_them else ""
+    line = (
+        f"> **Network `{change.name}`: MTU `{integral_as_int(mtu.old)}` → `{integral_as_int(mtu.new)}` reaches only "
+        f"new VMs**: the running nodes of node pools {names} keep the MTU they booted with until they are "
+        f"recreated{jobs}; packets between old and new nodes may be dropped meanwhile."
+    )
+    return [line]
 
 
 def _replacement_warning(diff: PlanDiff) -> list[str]:
@@ -159,7 +226,8 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
             f"> **{_short_type(change.type)} `{change.name}` will be REPLACED** (deleted and recreated) "
             f"because of {paths}."
         )
-    lines += [_dependent_line(dependent, heads) for dependent in diff.dependents]
+    lines += [_dependent_line(d, diff) for d in diff.dependents if d.paths or is_workload(d.type)]
+    lines += [_pool_removed(r, diff) for r in diff.removed if r["type"] == NODE_POOL_TYPE]
     lines += [_workload_removed(resource) for resource in diff.removed if is_workload(resource["type"])]
     lines += [_kept(resource) for resource in diff.removed if _retained_object(resource)]
     for change in diff.changed:
@@ -169,7 +237,8 @@ def _replacement_warning(diff: PlanDiff) -> list[str]:
                 f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
                 "(rolling migration); the pool itself stays."
             )
-    lines += [line for change in diff.changed for line in _restarts(change, heads.get(change.urn, {}))]
+    lines += [line for change in diff.changed for line in _restarts(change, heads.get(change.urn, {}), diff)]
+    lines += [line for change in diff.changed for line in _network_lines(change, diff)]
     for change in diff.changed:
         refused = refused_by_kueue(change, heads.get(change.urn, {}))
         if refused:

@@ -12,7 +12,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,7 @@ class Dependent:
     urn: str
     type: str
     name: str
-    cause: str  # the replaced resource's name
+    causes: tuple[str, ...]  # the replaced resources' names
     paths: tuple[str, ...]  # the inputs that refer to it; empty: dependsOn only
     replaced: bool
 
@@ -161,7 +161,11 @@ def dependents(replaced: list[str], resources: list[Mapping[str, Any]], already:
         cause = by_urn[queue.pop(0)]
         names = identities(cause)
         for resource in resources:
-            if cause["urn"] not in (resource.get("dependencies") or []) or resource["urn"] in found:
+            if cause["urn"] not in (resource.get("dependencies") or []):
+                continue
+            if resource["urn"] in found:
+                earlier = found[resource["urn"]]
+                found[resource["urn"]] = replace(earlier, causes=(*earlier.causes, cause["name"]))
                 continue
             inputs = resource.get("inputs") or {}
             paths = tuple(_references(inputs, names))
@@ -169,7 +173,7 @@ def dependents(replaced: list[str], resources: list[Mapping[str, Any]], already:
             if resource["urn"] in already:
                 continue
             found[resource["urn"]] = Dependent(
-                resource["urn"], resource["type"], resource["name"], cause["name"], paths, replaces
+                resource["urn"], resource["type"], resource["name"], (cause["name"],), paths, replaces
             )
             if replaces:
                 queue.append(resource["urn"])

@@ -154,7 +154,9 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     assert markdown == capsys.readouterr().out.rstrip("\n") + "\n"
     assert re.search(r"\| `mtu` \| `8896(\.0)?` \| `1500(\.0)?` \|", markdown)
     assert "accelerator-vpc-mtu" in markdown and "```mermaid" in markdown
-    assert "[!CAUTION]" not in markdown  # an MTU change updates networks in place
+    # An MTU change updates the networks in place, but the running nodes keep theirs: a loud line names them.
+    assert "> **Network `trainyard-dev-dcn-1-net`: MTU `8896` → `1500` reaches only new VMs**" in markdown
+    assert "REPLACED" not in markdown
     listing = subprocess.run(["git", "worktree", "list"], cwd=clone, capture_output=True, text=True, check=True)
     worktrees = listing.stdout
     assert len(worktrees.splitlines()) == 1  # the temporary worktree was removed
