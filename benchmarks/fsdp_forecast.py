@@ -1,13 +1,18 @@
-"""The FSDP forecast (preflight/forecast/fsdp.py) against what is published, and the dev job's forecast.
+"""The FSDP forecast (preflight/forecast/fsdp.py) against what is published, per GPU generation, and the dev job.
 
-No B200 FSDP figure is published, so the model is checked on H100s against torchtitan's Llama 3.1 runs
-(benchmarks/llama3_h100_202412_torchtitan.md in https://github.com/pytorch/torchtitan, commit 9dec370 of
-2024-12-26): Grand Teton hosts, 8 H100 on NVLink per host, 400 Gb/s RDMA per GPU; Llama 3.1 8B, sequence
-8192 (train_configs/llama3_8b.toml at that commit), local batch 2, FSDP + torch.compile, selective
-activation checkpointing.
-- Table 1 (8 GPUs, one host: the parameter traffic hides under compute) calibrates COMPUTE_EFFICIENCY;
-- Table 3 (128 GPUs, 16 hosts: the traffic crosses RDMA) is the check, forecast against published.
-Their 70B figures (Table 4) use tensor parallelism and Float8, which the trainer does not: not comparable.
+Every anchor is a torchtitan FSDP2 + torch.compile run with per-op selective activation checkpointing (its
+`_save_list` policy, modelled as preflight/forecast/fsdp.py's Checkpointing.PER_OP), bf16 compute, fp32
+parameters and AdamW state:
+- H100: torchtitan's Llama 3.1 8B runs (benchmarks/llama3_h100_202412_torchtitan.md in pytorch/torchtitan,
+  commit 9dec370 of 2024-12-26): Grand Teton hosts, 8 H100 (500 W, 96 GB HBM2e) on NVLink per host, 400 Gb/s
+  RDMA per GPU, sequence 8192, local batch 2. Table 1 (8 GPUs) calibrates; Table 3 (128 GPUs, traffic over
+  RDMA) is the check.
+- B200: the bf16 baseline of torchtitan's MXFP8 page (torchtitan/components/quantization/mxfp8.md, from
+  torchao's prototype/mx_formats benchmarks; torchtitan commit 6fc499f): Llama 3 8B on 8 power-limited B200,
+  local batch 1, sequence 8192, 8,307.5 median tokens/s/GPU, 33.71 GB peak. It calibrates B200: no other
+  published B200 run matches what the trainer does.
+The efficiency each run implies is derived here; preflight/forecast/calibration.py holds the figures in use.
+torchtitan's 70B figures use tensor parallelism and Float8, which the trainer does not: not compared.
 
     .venv/bin/python benchmarks/fsdp_forecast.py
 """
@@ -15,6 +20,7 @@ Their 70B figures (Table 4) use tensor parallelism and Float8, which the trainer
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -22,36 +28,95 @@ sys.path.insert(0, str(PROJECT_DIR))
 
 from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
+from components.facts.topology import A4_MACHINE_TYPE, gpu_machine
 from preflight.engine.stack_files import read_stack_files
-from preflight.forecast.fsdp import COMPUTE_EFFICIENCY, FsdpRun, Hardware, forecast
+from preflight.forecast.calibration import gpu_calibration
+from preflight.forecast.fsdp import Checkpointing, FsdpRun, Hardware, forecast, memory
+from preflight.forecast.fsdp_jobs import pool_hardware_of
 from preflight.forecast.report import stack_forecasts
 
+GIB = 2**30
 # H100 SXM: 989 TFLOP/s dense bf16 (NVIDIA H100 datasheet); NVLink 4 at 900 GB/s per GPU, both directions.
-# torchtitan's H100s ran at 500 W with HBM2e, below the SXM peak they (and this) divide by.
-GRAND_TETON = Hardware("H100 (torchtitan)", 989e12, 8, 450e9, 50e9)
-LLAMA_8B = ARCHITECTURES["meta-llama/Llama-3.1-8B"]
-PUBLISHED = {1: 6667, 16: 6514}  # hosts -> tokens/s/GPU, FSDP + torch.compile, Tables 1 and 3
+# torchtitan's H100s ran at 500 W with 96 GB of HBM2e, below the SXM peak they (and this) divide by.
+GRAND_TETON = Hardware("nvidia-h100", 989e12, 8, 450e9, 50e9, 96e9)
+# HGX B200 (NVIDIA: 2.25 PFLOP/s dense bf16 at 1,000 W): the A4 machine's facts. The run's power limit is not published.
+B200_NODE = pool_hardware_of(gpu_machine(A4_MACHINE_TYPE))
 
 
-def run(hosts: int) -> FsdpRun:
-    return FsdpRun(LLAMA_8B, hosts, rows_per_gpu=2, seq_len=8192, accumulation=1)
+@dataclass(frozen=True)
+class Anchor:
+    name: str
+    hardware: Hardware
+    run: FsdpRun
+    published_tokens: float  # per GPU and second
+    published_peak_gib: float  # torchtitan's logged peak (max reserved, GiB)
+    calibrates: bool
+
+
+def torchtitan_run(model: str, hosts: int, rows: int) -> FsdpRun:
+    """torchtitan's llama3 8B training: fp32 parameters and AdamW moments (16 bytes per parameter), per-op SAC."""
+    return FsdpRun(
+        ARCHITECTURES[model],
+        hosts,
+        rows_per_gpu=rows,
+        seq_len=8192,
+        accumulation=1,
+        checkpointing=Checkpointing.PER_OP,
+        state_bytes_per_param=16,
+    )
+
+
+LLAMA_31_8B = "meta-llama/Llama-3.1-8B"  # Llama 3 8B has the same shapes
+ANCHORS = (
+    Anchor("Llama 3.1 8B, 8 H100", GRAND_TETON, torchtitan_run(LLAMA_31_8B, 1, 2), 6667, 77.0, True),
+    Anchor("Llama 3.1 8B, 128 H100", GRAND_TETON, torchtitan_run(LLAMA_31_8B, 16, 2), 6514, 62.0, False),
+    Anchor("Llama 3 8B, 8 B200 (power-limited)", B200_NODE, torchtitan_run(LLAMA_31_8B, 1, 1), 8307.5, 33.71, True),
+)
+
+
+def implied_efficiency(anchor: Anchor) -> float:
+    """The compute efficiency at which the forecast meets the published tokens/s."""
+    return anchor.published_tokens / forecast(anchor.run, anchor.hardware, 1.0).tokens_per_s_per_gpu()
+
+
+def anchor_line(anchor: Anchor) -> str:
+    calibration = gpu_calibration(anchor.hardware.name)
+    result = forecast(anchor.run, anchor.hardware, calibration.efficiency)
+    estimate, best = result.tokens_per_s_per_gpu(), result.tokens_per_s_per_gpu(result.lower_bound_s)
+    held = memory(anchor.run, anchor.hardware.gpus_per_node)
+    role = "calibration" if anchor.calibrates else "check"
+    return (
+        f"{anchor.name} ({role}): forecast {estimate:,.0f} tokens/s/GPU (bound {best:,.0f}), published "
+        f"{anchor.published_tokens:,}, ratio {estimate / anchor.published_tokens:.3f}; {result.bound}-bound, "
+        f"MFU {result.mfu():.1%}; memory {held.total / GIB:.1f} GiB (states {held.states / GIB:.1f}, activations "
+        f"{held.activations / GIB:.1f}, logits {held.logits / GIB:.1f}, gathered {held.gathered / GIB:.1f}), "
+        f"published {anchor.published_peak_gib} GiB, ratio {held.total / GIB / anchor.published_peak_gib:.2f}"
+    )
+
+
+def bounds_line(anchor: Anchor) -> str:
+    """The run with no recompute and with full recompute, at the same efficiency: what modelling per-op SAC decides."""
+    calibration = gpu_calibration(anchor.hardware.name)
+    figures = []
+    for policy in Checkpointing:
+        run = FsdpRun(**{**anchor.run.__dict__, "checkpointing": policy})
+        tokens = forecast(run, anchor.hardware, calibration.efficiency).tokens_per_s_per_gpu()
+        figures.append(f"{policy.value} {tokens:,.0f} ({tokens / anchor.published_tokens:.2f})")
+    return f"  {anchor.name}, by recompute policy at {calibration.efficiency}: " + ", ".join(figures)
 
 
 def main() -> None:
-    one_host = forecast(run(1), GRAND_TETON, efficiency=1.0)
-    calibrated = PUBLISHED[1] / one_host.tokens_per_s_per_gpu()
-    print(
-        f"calibration, 8 GPUs: published {PUBLISHED[1]:,} tokens/s/GPU = {calibrated:.3f} of peak model FLOP/s "
-        f"(COMPUTE_EFFICIENCY in use: {COMPUTE_EFFICIENCY})"
-    )
-    for hosts, published in PUBLISHED.items():
-        result = forecast(run(hosts), GRAND_TETON)
-        estimate, best = result.tokens_per_s_per_gpu(), result.tokens_per_s_per_gpu(result.lower_bound_s)
-        print(
-            f"Llama 3.1 8B, {hosts * 8} H100: forecast {estimate:,.0f} tokens/s/GPU (bound {best:,.0f}), "
-            f"published {published:,}, ratio {estimate / published:.3f}; {result.bound}-bound, "
-            f"MFU {result.mfu():.1%}"
-        )
+    for anchor in ANCHORS:
+        if anchor.calibrates:
+            print(
+                f"calibration, {anchor.name}: published {anchor.published_tokens:,} tokens/s/GPU = "
+                f"{implied_efficiency(anchor):.3f} of peak FLOP/s, recompute included (in use: "
+                f"{gpu_calibration(anchor.hardware.name).efficiency}, {gpu_calibration(anchor.hardware.name).label})"
+            )
+    for anchor in ANCHORS:
+        print(anchor_line(anchor))
+    for anchor in ANCHORS:
+        print(bounds_line(anchor))
     files = read_stack_files(PROJECT_DIR, "dev")
     for result in stack_forecasts(load_stack_config(files.config, "dev")):
         print("\n".join(result.lines()))

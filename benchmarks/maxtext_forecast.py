@@ -29,7 +29,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from components.facts.maxtext import slice_flags
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
-from preflight.forecast.maxtext import MXU_EFFICIENCY, forecast
+from preflight.forecast.calibration import tpu_calibration
+from preflight.forecast.maxtext import forecast
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
 from workloads.maxtext.hlo_cost import StepWork
 
@@ -164,7 +165,7 @@ def main() -> None:
         if isinstance(work, str):
             print(f"{anchor.name}: {work}")
             continue
-        result = forecast(work, v6e, anchor.slice.chips)
+        result = forecast(work, v6e, anchor.slice.chips, tpu_calibration("v6e").efficiency)
         implied[anchor.name] = result.compute_s / published_seconds(anchor, work)
         rows.append((anchor, work, result))
     calibration = [implied[a.name] for a, _, _ in rows if a.calibrates]
@@ -173,7 +174,7 @@ def main() -> None:
         print(
             f"calibration: compiled matrix FLOP/s over peak in the v6e-256 runs: "
             f"{', '.join(f'{e:.3f}' for e in calibration)}; geometric mean {fitted:.3f} "
-            f"(MXU_EFFICIENCY in use: {MXU_EFFICIENCY})"
+            f"(in use: {tpu_calibration('v6e').efficiency}, {tpu_calibration('v6e').label})"
         )
     print(
         "| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | published s "

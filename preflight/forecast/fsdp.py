@@ -1,7 +1,8 @@
 """Step time, tokens/s and MFU of an FSDP2 fine-tune, from its shape and the hardware's facts.
 
 The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
-- compute: the trainer's own FLOP count (workloads/fsdp/flops.py) at COMPUTE_EFFICIENCY of the GPU's peak;
+- compute: the trainer's own FLOP count (workloads/fsdp/flops.py), plus what activation checkpointing recomputes,
+  at the GPU generation's calibrated efficiency (preflight/forecast/calibration.py);
 - communication, per GPU and micro-batch: FSDP2 all-gathers the bf16 parameters for the forward and again for
   the backward (reshard_after_forward), and reduce-scatters fp32 gradients after every micro-batch (the
   trainer does not skip gradient sync while accumulating). A ring moves (W-1)/W of each buffer through each
@@ -9,30 +10,44 @@ The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
 - overlap: FSDP2 prefetches the next layer's all-gather during this layer's compute, and reduce-scatters
   during the backward, so a micro-batch takes max(compute, communication) plus what cannot overlap, the first
   layer's all-gather and the last layer's reduce-scatter.
-The lower bound takes compute at the full peak and links at their full rate. With activation checkpointing
-the forward runs twice (the second time is work, not model FLOPs: MFU leaves it out). Not modelled: the
-optimizer step (memory-bound, milliseconds), data loading.
+The lower bound takes compute at the full peak and links at their full rate. Activation checkpointing runs part of
+the forward again in the backward (work, not model FLOPs: MFU leaves it out): all of it with full checkpointing
+(the trainer's), every second matmul with torchtitan's per-op selective checkpointing (the published runs').
+Not modelled: the optimizer step (memory-bound, milliseconds), data loading.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from components.facts.models import ModelArchitecture
 from workloads.fsdp.flops import FlopModel
 
-# Model FLOPs per second over peak that a compiled FSDP2 step sustains while compute-bound: calibrated on
-# torchtitan's published Llama 3.1 8B FSDP + torch.compile run on 8 H100s (6,667 tokens/s/GPU), where the
-# parameter traffic hides under compute; benchmarks/fsdp_forecast.py derives it and checks it against the
-# 128-GPU run of the same table. Assumed to carry over to B200: no published B200 FSDP figure exists.
-COMPUTE_EFFICIENCY = 0.39
 PARAM_BYTES = 2  # bf16 parameters all-gathered (MixedPrecisionPolicy param_dtype)
 GRAD_BYTES = 4  # fp32 gradients reduce-scattered (reduce_dtype)
 
 
+class Checkpointing(StrEnum):
+    """What a layer keeps for its backward and what it runs again."""
+
+    NONE = "none"  # keeps every activation, recomputes nothing
+    # torchtitan's per-op selective checkpointing (torchtitan/models/llama3/infra/parallelize.py, `_save_list`):
+    # keeps the layer's input, flash attention's output and every odd matmul's (q, v, gate, down); recomputes the
+    # even ones (k, o, up) and every elementwise op.
+    PER_OP = "per-op"
+    FULL = "full"  # keeps the layer's input, runs its whole forward again (the trainer's activation-checkpointing)
+
+
+# A Llama layer's matmuls in the order its forward runs them (torchtitan: wq, wk, wv, wo, w1, w3, w2).
+MATMUL_ORDER = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+PER_OP_RECOMPUTED = MATMUL_ORDER[1::2]
+PER_OP_SAVED = MATMUL_ORDER[0::2]
+
+
 @dataclass(frozen=True)
 class Hardware:
-    name: str
+    name: str  # the accelerator, as its calibration is keyed (preflight/forecast/calibration.py)
     peak_flops: float  # dense bf16 per GPU
     gpus_per_node: int
     nvlink_bytes_per_s: float  # per GPU and direction
@@ -48,9 +63,13 @@ class FsdpRun:
     seq_len: int  # packed rows are full
     accumulation: int  # micro-batches per optimizer step
     sync_every_micro_batch: bool = True
-    activation_checkpointing: bool = False
+    checkpointing: Checkpointing = Checkpointing.NONE
     state_bytes_per_param: int = 8  # bf16 weights, gradients and both AdamW moments (the trainer's default)
     lora_params: int = 0  # LoRA adapters: only they train, the base weights stay frozen
+
+    @property
+    def activation_checkpointing(self) -> bool:
+        return self.checkpointing is not Checkpointing.NONE
 
     @property
     def trainable_params(self) -> int:
@@ -96,7 +115,19 @@ def flop_model(run: FsdpRun) -> FlopModel:
     return FlopModel(matmul, trainable, arch.layers, arch.heads, arch.head_dim)
 
 
-def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFICIENCY) -> Forecast:
+def recompute_flops(run: FsdpRun, lengths: list[int]) -> float:
+    """What activation checkpointing runs again per micro-batch: work the GPU does, not model FLOPs."""
+    if run.checkpointing is Checkpointing.FULL:
+        return flop_model(run).forward_flops(lengths)
+    if run.checkpointing is Checkpointing.PER_OP:
+        shapes = run.architecture.projection_shapes()
+        per_token = 2 * sum(shapes[name][0] * shapes[name][1] for name in PER_OP_RECOMPUTED)
+        return float(run.architecture.layers * per_token * sum(lengths))
+    return 0.0
+
+
+def forecast(run: FsdpRun, hardware: Hardware, efficiency: float) -> Forecast:
+    """The step at `efficiency` of the GPU's peak (its generation's calibration: preflight/forecast/calibration.py)."""
     arch = run.architecture
     gpus = run.nodes * hardware.gpus_per_node
     ring = (gpus - 1) / gpus
@@ -105,8 +136,7 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float = COMPUTE_EFFIC
     )
     lengths = [run.seq_len] * run.rows_per_gpu
     micro_flops = flop_model(run).training_flops(lengths)
-    # Activation checkpointing runs each layer's forward again in the backward: work the GPU does, not model FLOPs.
-    recompute = flop_model(run).forward_flops(lengths) if run.activation_checkpointing else 0.0
+    recompute = recompute_flops(run, lengths)
     gathered = 2 * run.all_params * PARAM_BYTES * ring  # forward and backward, frozen weights too
     reduced = run.trainable_params * GRAD_BYTES * ring  # only what has a gradient
     syncs = run.accumulation if run.sync_every_micro_batch else 1
@@ -154,16 +184,26 @@ class Memory:
         return self.states + self.gathered + self.activations + self.logits
 
 
+def saved_bytes_per_token(arch: ModelArchitecture, checkpointing: Checkpointing) -> float:
+    """What one layer keeps for its backward per token, in 16-bit activations."""
+    if checkpointing is Checkpointing.NONE:
+        return arch.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
+    kept = arch.hidden  # the layer's input
+    if checkpointing is Checkpointing.PER_OP:
+        shapes = arch.projection_shapes()
+        kept += sum(shapes[name][1] for name in PER_OP_SAVED) + arch.heads * arch.head_dim  # and attention's output
+        return kept * PARAM_BYTES + arch.heads * 4  # flash attention's fp32 log-sum-exp
+    return kept * PARAM_BYTES
+
+
 def memory(run: FsdpRun, gpus_per_node: int) -> Memory:
     arch = run.architecture
     gpus = run.nodes * gpus_per_node
     tokens = run.rows_per_gpu * run.seq_len
     layer_params = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers
-    per_layer = tokens * arch.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
-    if run.activation_checkpointing:  # every layer keeps its input; one layer at a time is recomputed in full
-        activations = arch.layers * tokens * arch.hidden * PARAM_BYTES + per_layer
-    else:
-        activations = arch.layers * per_layer
+    activations = arch.layers * tokens * saved_bytes_per_token(arch, run.checkpointing)
+    if run.activation_checkpointing:  # and the layer whose backward runs holds what it recomputes
+        activations += tokens * arch.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
     frozen = arch.params if run.lora_params else 0  # weights only: no gradient, no optimizer state
     return Memory(
         states=(frozen * PARAM_BYTES + run.trainable_params * run.state_bytes_per_param) / gpus,

@@ -9,14 +9,19 @@ from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
 from components.facts.models import ARCHITECTURES
+from components.facts.topology import GpuMachine
 from components.jobs.torch_workloads import trainer_args
-from preflight.forecast.fsdp import Forecast, FsdpRun, Hardware, Memory, forecast, memory
+from preflight.forecast.calibration import NoCalibration, gpu_calibration
+from preflight.forecast.fsdp import Checkpointing, Forecast, FsdpRun, Hardware, Memory, forecast, memory
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.fsdp.config import parse_config
 
 
 def pool_hardware(pool: GpuPoolConfig) -> Hardware:
-    machine = pool.machine
+    return pool_hardware_of(pool.machine)
+
+
+def pool_hardware_of(machine: GpuMachine) -> Hardware:
     return Hardware(
         machine.accelerator,
         machine.peak_bf16_flops_per_gpu,
@@ -56,7 +61,8 @@ class FsdpJobForecast(PricedForecast):
         return [
             f"{self.job}: {self.model}, {run.nodes} x {f.gpus // run.nodes} GPUs ({f.link} between nodes), {shape}",
             f"  step: {f.estimate_s:.1f} s estimated, {f.lower_bound_s:.1f} s at best; {f.bound}-bound (compute "
-            + f"{f.compute_s:.1f} s, parameter and gradient traffic {f.communication_s:.1f} s)",
+            + f"{f.compute_s:.1f} s, parameter and gradient traffic {f.communication_s:.1f} s); "
+            + self.calibration_note(),
             self.throughput_line("GPU", f.tokens_per_s_per_gpu),
             self.cost_line(window),
             self._memory_line(),
@@ -119,11 +125,15 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         rows_per_gpu=train.per_device_train_batch_size,
         seq_len=train.max_seq_length,
         accumulation=train.gradient_accumulation_steps,
-        activation_checkpointing=train.activation_checkpointing,
+        checkpointing=Checkpointing.FULL if train.activation_checkpointing else Checkpointing.NONE,
         state_bytes_per_param=8 if train.param_dtype == "bf16" else 16,
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
     )
     hardware = pool_hardware(pool)
+    try:
+        calibration = gpu_calibration(hardware.name)
+    except NoCalibration as error:
+        return NoForecast(job.name, str(error))
     priced = node_price(job.name, prices, pool.machine_type, config.region, pool.capacity)
     if isinstance(priced, NoForecast):
         return priced
@@ -133,9 +143,12 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         model=train.model_id,
         usd_per_hour=node_hour * job.nodes,
         price_estimated=price.estimate,
+        calibration=calibration,
         run=run,
-        forecast=forecast(run, hardware),
-        synced_once=forecast(FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware),
+        forecast=forecast(run, hardware, calibration.efficiency),
+        synced_once=forecast(
+            FsdpRun(**{**run.__dict__, "sync_every_micro_batch": False}), hardware, calibration.efficiency
+        ),
         window_s=job.max_run_duration_seconds,
         hbm_bytes=hardware.hbm_bytes,
         memory=memory(run, hardware.gpus_per_node),

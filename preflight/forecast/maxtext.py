@@ -8,8 +8,9 @@ turns them into time with the chip's facts (components/facts/topology.py):
 - the lower bound: every resource busy at its full rate and all of them overlapped, so the step takes
   as long as its busiest resource: max(matrix FLOPs / peak, HBM bytes / HBM bandwidth, ICI bytes / ICI
   bandwidth, DCN bytes / DCN bandwidth). No run can beat it.
-- the estimate: the compiled matrix work at MXU_EFFICIENCY of peak, calibrated on the published MaxText
-  runs (benchmarks/maxtext_forecast.py, benchmarks/README.md), or the busiest link if that takes longer.
+- the estimate: the compiled matrix work at the generation's MXU efficiency (preflight/forecast/calibration.py),
+  calibrated on the published MaxText runs (benchmarks/maxtext_forecast.py, benchmarks/README.md), or the
+  busiest link if that takes longer.
 
 MFU divides MaxText's model FLOPs (what its step log's TFLOP/s/device counts), not the compiled ones.
 """
@@ -20,10 +21,6 @@ from dataclasses import dataclass
 
 from components.facts.topology import TpuGeneration
 from workloads.maxtext.hlo_cost import StepWork
-
-# Compiled matrix FLOPs per second over the chip's peak while a MaxText step runs: calibrated on the published
-# Llama 3.1 8B and 70B runs on v6e (benchmarks/maxtext_forecast.py derives it and checks every anchor).
-MXU_EFFICIENCY = 0.52
 
 
 @dataclass(frozen=True)
@@ -57,10 +54,11 @@ class TpuForecast:
         return self.estimate_s * self.work.steps
 
 
-def forecast(work: StepWork, generation: TpuGeneration, chips: int) -> TpuForecast:
+def forecast(work: StepWork, generation: TpuGeneration, chips: int, efficiency: float) -> TpuForecast:
+    """The step with its compiled matrix work at `efficiency` of peak (the generation's calibration)."""
     compute_s = work.matmul_flops / generation.peak_bf16_flops_per_chip
     memory_s = work.hbm_bytes / generation.hbm_bytes_per_s_per_chip
     ici_s = work.ici_bytes / generation.ici_bytes_per_s_per_chip
     dcn_s = work.dcn_bytes / generation.dcn_bytes_per_s_per_chip
-    estimate_s = max(compute_s / MXU_EFFICIENCY, memory_s, ici_s, dcn_s)
+    estimate_s = max(compute_s / efficiency, memory_s, ici_s, dcn_s)
     return TpuForecast(work, chips, generation.peak_bf16_flops_per_chip, compute_s, memory_s, ici_s, dcn_s, estimate_s)

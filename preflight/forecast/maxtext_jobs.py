@@ -17,6 +17,7 @@ from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
 from components.jobs.ray_workloads import maxtext_entrypoint
+from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
@@ -42,7 +43,8 @@ class MaxTextJobForecast(PricedForecast):
             f"{self.job}: MaxText {self.model}, {self.slices} x {self.target} ({f.chips} chips), "
             + f"{f.work.tokens:,} tokens per chip and step (from make fit-check's compiled step)",
             f"  step: {f.estimate_s:.2f} s estimated, {f.lower_bound_s:.2f} s at best; {f.bound}-bound (matrix "
-            + f"{f.compute_s:.2f} s at peak, HBM {f.memory_s:.2f} s, ICI {f.ici_s:.2f} s, DCN {f.dcn_s:.2f} s)",
+            + f"{f.compute_s:.2f} s at peak, HBM {f.memory_s:.2f} s, ICI {f.ici_s:.2f} s, DCN {f.dcn_s:.2f} s); "
+            + self.calibration_note(),
             self.throughput_line("chip", f.tokens_per_s_per_chip),
             self.cost_line(f"{f.work.steps:,} steps take {run_h:.1f} h for {about}${self.usd_per_hour * run_h:,.0f}"),
         ]
@@ -76,6 +78,10 @@ def job_forecast(
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     group = config.slice_group(job.slices)
     tpu, slices = group.slice, int(verdict["slices"])
+    try:
+        calibration = tpu_calibration(tpu.generation.name)
+    except NoCalibration as error:
+        return NoForecast(job.name, str(error))
     priced = node_price(job.name, prices, tpu.machine_type, config.region, group.capacity)
     if isinstance(priced, NoForecast):
         return priced
@@ -85,9 +91,10 @@ def job_forecast(
         model=job.model_name,
         usd_per_hour=node_hour * tpu.vms * slices,
         price_estimated=price.estimate,
+        calibration=calibration,
         slices=slices,
         target=verdict["target"],
-        forecast=forecast(work, tpu.generation, slices * tpu.chips),
+        forecast=forecast(work, tpu.generation, slices * tpu.chips, calibration.efficiency),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from components.facts import cost
 from components.facts.capacity import Capacity
+from preflight.forecast.calibration import Calibration
 
 
 class Step(Protocol):
@@ -44,6 +45,7 @@ class PricedForecast:
     model: str
     usd_per_hour: float  # every node the job runs on
     price_estimated: bool  # the price book's figure is an estimate, not a list price
+    calibration: Calibration  # the accelerator's efficiency and the published runs it rests on
 
     @property
     def step(self) -> Step:
@@ -65,6 +67,9 @@ class PricedForecast:
             f"MFU {s.mfu():.1%} (at best {s.mfu(s.lower_bound_s):.1%})"
         )
 
+    def calibration_note(self) -> str:
+        return f"efficiency {self.calibration.efficiency:.3g} of peak ({self.calibration.label})"
+
     def cost_line(self, what_it_buys: str) -> str:
         about = "~" if self.price_estimated else ""
         return f"  cost: {about}${self.usd_per_step:.2f} per step at {about}${self.usd_per_hour:.2f}/h; {what_it_buys}"
@@ -81,6 +86,8 @@ class PricedForecast:
             "usdPerStep": round(self.usd_per_step, 2),
             "usdPerHour": round(self.usd_per_hour, 2),
             "priceEstimated": self.price_estimated,
+            "calibration": self.calibration.label,
+            "efficiency": self.calibration.efficiency,
         }
 
 

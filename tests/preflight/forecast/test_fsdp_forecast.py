@@ -11,12 +11,19 @@ from components.facts.models import ARCHITECTURES
 from preflight.__main__ import check
 from preflight.__main__ import main as preflight_main
 from preflight.engine.stack_files import read_stack_files
-from preflight.forecast.fsdp import FsdpRun, Hardware, forecast
+from preflight.forecast.fsdp import Checkpointing, FsdpRun, Hardware, memory
+from preflight.forecast.fsdp import forecast as forecast_at
+from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 LLAMA_8B, LLAMA_70B = ARCHITECTURES["meta-llama/Llama-3.1-8B"], ARCHITECTURES["meta-llama/Llama-3.1-70B"]
 NODE = Hardware("test GPU", peak_flops=1e15, gpus_per_node=8, nvlink_bytes_per_s=400e9, network_bytes_per_s=40e9)
+EFFICIENCY = 0.4
+
+
+def forecast(run, hardware):
+    return forecast_at(run, hardware, EFFICIENCY)
 
 
 def test_architectures_hold_the_published_parameter_counts():
@@ -52,7 +59,7 @@ def test_one_node_talks_over_nvlink_and_a_big_batch_is_compute_bound():
 
 def test_the_dev_fine_tune_is_forecast(capsys):
     (dev,) = stack_forecasts_of_dev()
-    assert dev.forecast.gpus == 16 and dev.run.activation_checkpointing
+    assert dev.forecast.gpus == 16 and dev.run.checkpointing is Checkpointing.FULL
     slowest = max(dev.forecast.compute_s, dev.forecast.communication_s)
     assert slowest < dev.forecast.estimate_s < slowest * 1.05
     assert dev.usd_per_hour == pytest.approx(2 * 52.7, rel=0.05)
@@ -61,6 +68,7 @@ def test_the_dev_fine_tune_is_forecast(capsys):
     out = capsys.readouterr().out
     assert out.startswith("llama31-70b-fsdp: meta-llama/Llama-3.1-70B, 2 x 8 GPUs (RDMA between nodes)")
     assert "-bound" in out and "MFU" in out and "with activation checkpointing" in out
+    assert "efficiency 0.234 of peak (B200, from 1 published run)" in out
 
 
 def stack_forecasts_of_dev(edit=None):
@@ -92,10 +100,12 @@ def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
     from preflight.forecast.report import plan_forecasts
 
     (base,) = [f for f in plan_forecasts(dev_plan.to_json()) if f["job"].endswith("-fsdp")]
-    assert base["job"] == "llama31-70b-fsdp" and base["bound"] == "communication" and base["gpus"] == 16
+    assert base["job"] == "llama31-70b-fsdp" and base["bound"] == "compute" and base["gpus"] == 16
+    assert base["calibration"] == "B200, from 1 published run" and base["efficiency"] == 0.234
 
     def four_nodes(values):
         values["trainyard:jobs"]["fsdp"][0]["nodes"] = 4
+        values["trainyard:jobs"]["fsdp"][0]["args"]["per-device-train-batch-size"] = "16"
 
     head = plan_with(four_nodes)
     diff = compare.compare(dev_plan.to_json(), head.to_json())
@@ -109,14 +119,12 @@ def test_the_plan_json_and_the_pr_diff_carry_the_forecast(dev_plan, plan_with):
 
 
 def test_memory_counts_sharded_states_activations_logits_and_gathered_layers():
-    from preflight.forecast.fsdp import memory
-
     run = FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=8, seq_len=512, accumulation=8)
     held = memory(run, gpus_per_node=8)
     assert held.states == pytest.approx(LLAMA_70B.params * 8 / 16)
     assert held.activations == pytest.approx(80 * 8 * 512 * 8192 * 34)
     assert held.logits == pytest.approx(8 * 512 * 128256 * 10)
-    recomputed = memory(FsdpRun(**{**run.__dict__, "activation_checkpointing": True}), gpus_per_node=8)
+    recomputed = memory(FsdpRun(**{**run.__dict__, "checkpointing": Checkpointing.FULL}), gpus_per_node=8)
     assert recomputed.activations < held.activations / 10
     assert recomputed.states == held.states
 
@@ -135,8 +143,6 @@ def test_a_job_that_cannot_fit_says_so():
 
 
 def test_lora_gathers_every_weight_but_reduces_and_keeps_state_only_for_the_adapters():
-    from preflight.forecast.fsdp import memory
-
     adapters = LLAMA_70B.lora_params(16, ("q_proj", "k_proj", "v_proj", "o_proj"))
     assert adapters == 80 * 16 * ((8192 + 8192) * 2 + (8192 + 1024) * 2)
     full = FsdpRun(LLAMA_70B, nodes=2, rows_per_gpu=8, seq_len=512, accumulation=8)
@@ -154,7 +160,7 @@ def test_a_lora_job_is_forecast():
 
 def test_activation_checkpointing_costs_a_second_forward_that_mfu_does_not_count():
     plain = FsdpRun(LLAMA_70B, nodes=1, rows_per_gpu=4, seq_len=512, accumulation=1)
-    recomputed = FsdpRun(**{**plain.__dict__, "activation_checkpointing": True})
+    recomputed = FsdpRun(**{**plain.__dict__, "checkpointing": Checkpointing.FULL})
     base, again = forecast(plain, NODE), forecast(recomputed, NODE)
     assert again.flops_per_step == base.flops_per_step
     assert again.compute_s == pytest.approx(base.compute_s * 4 / 3, rel=0.02)  # 2N more on 6N per token
@@ -189,3 +195,58 @@ def test_a_forecast_that_does_not_fit_fails_the_run(dev_plan):
     verdict = check(dev_plan, {})
     assert not verdict.failed
     assert dataclasses.replace(verdict, forecast=stack_forecasts_of_dev(crowd)).failed
+
+
+def test_per_op_checkpointing_recomputes_every_second_matmul_of_a_layer_and_keeps_the_others():
+    """torchtitan's per-op SAC: of q, k, v, o, gate, up, down it runs k, o and up again and keeps q, v, gate, down,
+    the layer's input and flash attention's output (and its fp32 log-sum-exp)."""
+    plain = FsdpRun(LLAMA_8B, nodes=1, rows_per_gpu=1, seq_len=8192, accumulation=1)
+    per_op = FsdpRun(**{**plain.__dict__, "checkpointing": Checkpointing.PER_OP})
+    full = FsdpRun(**{**plain.__dict__, "checkpointing": Checkpointing.FULL})
+    recomputed = forecast(per_op, NODE).compute_s - forecast(plain, NODE).compute_s
+    k, o, up = 4096 * 1024, 4096 * 4096, 4096 * 14336
+    assert recomputed == pytest.approx(2 * 8192 * 32 * (k + o + up) / (1e15 * EFFICIENCY))
+    assert forecast(plain, NODE).compute_s < forecast(per_op, NODE).compute_s < forecast(full, NODE).compute_s
+    kept_per_token = (4096 + 4096 + 1024 + 14336 + 4096 + 4096) * 2 + 32 * 4
+    transient = 8192 * 4096 * 34
+    assert memory(per_op, 8).activations == pytest.approx(32 * 8192 * kept_per_token + transient)
+    assert memory(full, 8).activations < memory(per_op, 8).activations < memory(plain, 8).activations
+
+
+def test_each_gpu_generation_runs_at_its_own_calibrated_efficiency():
+    from components.facts.topology import GPU_MACHINES
+    from preflight.forecast.calibration import GPU_COMPUTE_EFFICIENCY, NoCalibration, gpu_calibration
+
+    assert {machine.accelerator for machine in GPU_MACHINES.values()} <= set(GPU_COMPUTE_EFFICIENCY)
+    b200, h100 = gpu_calibration("nvidia-b200"), gpu_calibration("nvidia-h100")
+    assert b200.efficiency < h100.efficiency  # the power-limited B200s ran further from their peak
+    assert b200.label == "B200, from 1 published run" and h100.label == "H100, from 1 published run, checked on 1"
+    with pytest.raises(NoCalibration, match="no published run calibrates nvidia-a100"):
+        gpu_calibration("nvidia-a100")
+
+
+def test_the_published_runs_are_forecast_within_their_targets():
+    """benchmarks/fsdp_forecast.py's anchors: the B200 run within ±15 %, the H100 runs within ±10 %."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("fsdp_forecast", PROJECT_DIR / "benchmarks" / "fsdp_forecast.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # dataclasses look their module up
+    spec.loader.exec_module(bench)
+    from preflight.forecast.calibration import gpu_calibration
+
+    for anchor in bench.ANCHORS:
+        tolerance = 0.15 if anchor.hardware.name == "nvidia-b200" else 0.10
+        efficiency = gpu_calibration(anchor.hardware.name).efficiency
+        tokens = forecast_at(anchor.run, anchor.hardware, efficiency).tokens_per_s_per_gpu()
+        assert tokens == pytest.approx(anchor.published_tokens, rel=tolerance), anchor.name
+        assert anchor.run.checkpointing is Checkpointing.PER_OP
+
+
+def test_a_gpu_without_calibration_gets_no_forecast(monkeypatch):
+    from preflight.forecast import calibration
+
+    monkeypatch.delitem(calibration.GPU_COMPUTE_EFFICIENCY, "nvidia-b200")
+    (dev,) = stack_forecasts_of_dev()
+    assert isinstance(dev, NoForecast) and "no published run calibrates nvidia-b200" in dev.reason

@@ -12,7 +12,8 @@ from components.facts import cost
 from components.facts.topology import TPU_GENERATIONS
 from preflight.diff.markdown import _forecast_cell
 from preflight.engine.stack_files import read_stack_files
-from preflight.forecast.maxtext import MXU_EFFICIENCY, forecast
+from preflight.forecast.calibration import tpu_calibration
+from preflight.forecast.maxtext import forecast as forecast_at
 from preflight.forecast.maxtext_jobs import MaxTextJobForecast, fit_check_argv
 from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
@@ -21,6 +22,13 @@ from workloads.maxtext.fit_cache import CACHE_DIR, KEYED_FILES, cache_key, save_
 from workloads.maxtext.hlo_cost import StepWork
 
 V6E = TPU_GENERATIONS["v6e"]
+MXU_EFFICIENCY = tpu_calibration("v6e").efficiency
+
+
+def forecast(work, generation, chips):
+    return forecast_at(work, generation, chips, MXU_EFFICIENCY)
+
+
 WORK = StepWork(
     matmul_flops=2_000e12,
     hbm_bytes=1.6e12,

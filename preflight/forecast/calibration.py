@@ -1,0 +1,78 @@
+"""How fast each accelerator runs a step, as a fraction of its peak: one table, each row calibrated on published runs.
+
+An FSDP forecast runs the trainer's FLOPs, recompute included, at its GPU's compute efficiency; a MaxText
+forecast runs the compiled matrix FLOPs at its TPU's MXU efficiency. Each row names the runs it rests on and
+the runs it is checked against; benchmarks/fsdp_forecast.py and benchmarks/maxtext_forecast.py derive the
+figures and print every anchor's forecast over published (benchmarks/README.md records them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Calibration:
+    accelerator: str  # as a forecast names it: H100, B200, v6e
+    efficiency: float  # FLOP/s over peak while the step is compute-bound
+    calibrated_on: tuple[str, ...]  # the published runs the efficiency is fitted to
+    checked_on: tuple[str, ...] = ()  # published runs it is held to without being fitted to them
+
+    @property
+    def label(self) -> str:
+        """E.g. `B200, from 1 published run`, or `v6e, from 2 published runs, checked on 2`."""
+        runs = len(self.calibrated_on)
+        label = f"{self.accelerator}, from {runs} published run{'s' if runs != 1 else ''}"
+        return f"{label}, checked on {len(self.checked_on)}" if self.checked_on else label
+
+
+# The GPUs' efficiency counts model FLOPs plus recompute (workloads/fsdp/flops.py, preflight/forecast/fsdp.py) over
+# the datasheet's dense bf16 peak. Keys are GPU machine facts' accelerator names (components/facts/topology.py).
+GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
+    "nvidia-h100": Calibration(
+        "H100",
+        0.426,
+        calibrated_on=(
+            "torchtitan Llama 3.1 8B, FSDP + torch.compile, per-op SAC, 8 H100 (500 W), 6,667 tokens/s/GPU",
+        ),
+        checked_on=("the same on 128 H100 over RDMA, 6,514 tokens/s/GPU",),
+    ),
+    "nvidia-b200": Calibration(
+        "B200",
+        0.234,
+        calibrated_on=(
+            "torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 power-limited B200, 8,307.5",
+        ),
+    ),
+}
+
+# The TPUs' efficiency counts the compiled step's matrix FLOPs over the chip's bf16 peak. Keys are TPU generations.
+TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
+    "v6e": Calibration(
+        "v6e",
+        0.52,
+        calibrated_on=("tpu-recipes Llama 3.1 8B, v6e-256", "tpu-recipes Llama 3.1 70B, v6e-256"),
+        checked_on=("tpu-recipes Llama 3.1 8B, v6e-8", "tpu-recipes Llama 3.1 70B, v6e-32"),
+    ),
+}
+
+
+class NoCalibration(LookupError):
+    """No published run calibrates this accelerator: a forecast for it would be a guess."""
+
+
+def gpu_calibration(accelerator: str) -> Calibration:
+    return _lookup(GPU_COMPUTE_EFFICIENCY, accelerator)
+
+
+def tpu_calibration(generation: str) -> Calibration:
+    return _lookup(TPU_MXU_EFFICIENCY, generation)
+
+
+def _lookup(table: dict[str, Calibration], accelerator: str) -> Calibration:
+    if accelerator not in table:
+        raise NoCalibration(
+            f"no published run calibrates {accelerator} (calibrated: {', '.join(table)}; "
+            "preflight/forecast/calibration.py)"
+        )
+    return table[accelerator]
