@@ -13,12 +13,19 @@ TEST_TARGETS :=
 .PHONY: preflight plan diff forecast catalog stack-schema test test-infra lint schemas train-local docs
 
 TRAINYARD := $(VENV)/bin/trainyard
+# pip's own progress (each package, download bars) on a terminal; one line per step in logs and CI.
+PIP_PROGRESS = $$(test -t 1 || echo --quiet)
+# A long command's output under a spinner with the time each step has taken (preflight/cli_run.py; a terminal only).
+WITH_SPINNER = $(VENV)/bin/python -m preflight.cli_run
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
+	@echo "make: [1/3] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "make: [2/3] upgrading pip in $(VENV)"
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements-preflight.txt
+	@echo "make: [3/3] installing requirements-preflight.txt (Pulumi, providers, checks: 1-2 min the first time)"
+	$(VENV)/bin/pip install $(PIP_PROGRESS) -r requirements-preflight.txt
 	touch $@
 
 # The `trainyard` command (pyproject.toml: [project.scripts]), an editable install that copies nothing: it runs

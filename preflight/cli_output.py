@@ -1,16 +1,17 @@
-"""How every verb writes to a terminal: lines within 100 columns, and a word on stderr while it works."""
+"""How every verb writes to a terminal: lines within 100 columns, and a spinner on stderr while it works."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
-import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
 WIDTH = 100  # every verb's text fits a 100-column terminal; the JSON keeps every message whole
-PROGRESS_AFTER_SECONDS = 1.0
 
 
 def say(text: str, file: TextIO | None = None) -> None:
@@ -26,13 +27,21 @@ def say_each(items: Iterable[object], file: TextIO | None = None) -> None:
         say(f"  {item}", file)
 
 
+def spinner(console: Console) -> Progress:
+    """rich's spinner with what is happening and the time it has taken, gone when done; the caller's stdout
+    stays its own (only stderr passes through the console)."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    return Progress(*columns, console=console, transient=True, redirect_stdout=False)
+
+
 @contextmanager
-def progress(doing: str) -> Iterator[None]:
-    """Say on stderr what preflight is doing, if it takes longer than about a second."""
-    timer = threading.Timer(PROGRESS_AFTER_SECONDS, lambda: print(f"preflight: {doing}…", file=sys.stderr, flush=True))
-    timer.daemon = True
-    timer.start()
-    try:
+def progress(doing: str, console: Console | None = None) -> Iterator[None]:
+    """A spinner on stderr saying what preflight is doing, with the time elapsed, while the block runs; nothing
+    when stderr is not a terminal (a pipe, a log, CI)."""
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
         yield
-    finally:
-        timer.cancel()
+        return
+    with spinner(console) as bar:
+        bar.add_task(f"preflight: {doing}", total=None)
+        yield

@@ -233,18 +233,6 @@ def test_a_failure_ends_with_the_failure_verdict_on_stderr(project_copy):
     assert re.search(r"preflight: FAILED — \d+ resources, \d+ objects, 1 problems \(1 placement\), \$", result.stderr)
 
 
-def test_slow_steps_say_what_they_do_on_stderr(capsys):
-    import time
-
-    from preflight.__main__ import progress
-
-    with progress("quick"):
-        pass
-    with progress("slow"):
-        time.sleep(1.3)
-    assert capsys.readouterr().err == "preflight: slow…\n"
-
-
 def test_a_key_given_twice_exits_2_in_one_line_as_the_cli_would_refuse_it(project_copy):
     zones = "  trainyard:zone: us-east5-b\n  trainyard:zone: us-east5-c\n"
     (project_copy / "Pulumi.twice.yaml").write_text("config:\n  gcp:project: x\n  gcp:region: us-east5\n" + zones)

@@ -16,7 +16,8 @@ $(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else "maxtext 0.2.5 needs Python 3.12 (set PYTHON=python3.12)")'
 	$(PYTHON) -m venv $(MAXTEXT_VENV)
 	$(MAXTEXT_VENV)/bin/pip install --quiet --upgrade pip
-	$(MAXTEXT_VENV)/bin/pip install --quiet -r workloads/maxtext/requirements.txt \
+	@echo "make: installing MaxText, JAX and Ray into $(MAXTEXT_VENV) (minutes the first time)"
+	$(MAXTEXT_VENV)/bin/pip install $(PIP_PROGRESS) -r workloads/maxtext/requirements.txt \
 		-c workloads/maxtext/constraints.txt pytest==9.2.0
 	touch $@
 
@@ -36,7 +37,8 @@ FIT_PLAN := .cache/plan-$(STACK).json
 fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
 	@mkdir -p .cache && rm -f $(FIT_PLAN)
 	$(VENV)/bin/python -m preflight --stack $(STACK) --json $(FIT_PLAN) > /dev/null || test -f $(FIT_PLAN)
-	$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN); status=$$?; \
+	$(WITH_SPINNER) --step "fit-check: compiling" -- \
+		$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN); status=$$?; \
 		$(VENV)/bin/python -m preflight forecast --stack $(STACK); exit $$status
 
 # The seed's 8B job for 2 x v6e-16, stated by hand (no stack needed).

@@ -1,0 +1,54 @@
+"""Progress on every long wait: rich's spinner on stderr with what is happening and the time it has taken, on a
+terminal only; a pipe, a log or CI gets the output alone."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+from rich.console import Console
+
+from preflight import cli_run
+from preflight.cli_output import progress
+
+
+def terminal() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=True, color_system=None, width=100), out
+
+
+def test_a_slow_step_shows_what_it_does_and_its_elapsed_time_on_a_terminal():
+    console, out = terminal()
+    with progress("planning stack dev", console):
+        time.sleep(1.3)
+    shown = out.getvalue()
+    assert "preflight: planning stack dev" in shown and "0:00:01" in shown
+
+
+def test_nothing_is_shown_when_stderr_is_not_a_terminal():
+    out = io.StringIO()
+    with progress("planning stack dev", Console(file=out)):
+        time.sleep(0.2)
+    assert out.getvalue() == ""
+
+
+def test_each_step_of_a_long_command_gets_its_own_clock_and_the_output_scrolls_above():
+    console, out = terminal()
+    script = (
+        "import time\n"
+        "print('fit-check: compiling job-a ...', flush=True); time.sleep(1.3)\n"
+        "print('job-a fits'); print('fit-check: compiling job-b ...', flush=True)\n"
+        "raise SystemExit(3)\n"
+    )
+    status = cli_run.run_under_spinner([sys.executable, "-c", script], "fit-check: compiling", console)
+    shown = out.getvalue()
+    assert status == 3  # the command's own exit status
+    assert "job-a fits" in shown and "fit-check: compiling job-b ..." in shown
+    assert "fit-check: compiling job-a ... 0:00:01" in " ".join(shown.split())
+
+
+def test_off_a_terminal_the_command_runs_as_it_is(capfd):
+    status = cli_run.main(["--step", "x", "--", sys.executable, "-c", "print('plain'); raise SystemExit(4)"])
+    assert status == 4
+    assert capfd.readouterr().out == "plain\n"
