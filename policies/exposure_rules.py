@@ -10,7 +10,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, RAY_HEAD_PORTS
 from policies.addresses import admits_the_internet, share_shown
-from policies.props import as_number, is_true, is_unknown, items, lookup
+from policies.props import as_number, entries, is_true, is_unknown, items, lookup
 from policies.workloads import RAY_KINDS, containers, kind_of, object_name, pod_templates, ray_cluster_spec
 
 
@@ -111,9 +111,12 @@ def ray_ports_stay_in_the_cluster(args: ResourceValidationArgs, report_violation
     kind = kind_of(args.resource_type)
     if kind == "Service":
         service_type = lookup(args.props, "spec.type")
+        selects_ray = any(key.startswith("ray.io/") for key in entries(args.props, "spec.selector"))
         if service_type in SERVICE_TYPES_OUTSIDE:
             for port in items(args.props, "spec.ports"):
-                if _is_ray_port(lookup(port, "port")) or _is_ray_port(lookup(port, "targetPort")):
+                if _is_ray_port(lookup(port, "port"), selects_ray) or _is_ray_port(
+                    lookup(port, "targetPort"), selects_ray
+                ):
                     report_violation(
                         f"Service '{object_name(args.props, args.name)}' is a {service_type} on Ray's port "
                         f"{_shown(port)}.",
@@ -142,13 +145,15 @@ def ray_ports_stay_in_the_cluster(args: ResourceValidationArgs, report_violation
                     )
 
 
-def _is_ray_port(value: object) -> bool:
+def _is_ray_port(value: object, by_name: bool = False) -> bool:
+    """One of Ray's port numbers; a port name (dashboard, client, gcs-server) only where `by_name` (a Service that
+    selects Ray's pods): another app's port may share the name."""
     if isinstance(value, str):
-        return value in RAY_HEAD_PORTS or (value.isdigit() and int(value) in RAY_HEAD_PORTS.values())
+        return (by_name and value in RAY_HEAD_PORTS) or (value.isdigit() and int(value) in RAY_HEAD_PORTS.values())
     number = as_number(value)
     return number is not None and int(number) in RAY_HEAD_PORTS.values()
 
 
 def _shown(port: object) -> str:
     number, target = lookup(port, "port"), lookup(port, "targetPort")
-    return f"{as_number(number):g}" if as_number(number) is not None and _is_ray_port(number) else str(target)
+    return f"{as_number(number):g}" if _is_ray_port(number) else str(target)

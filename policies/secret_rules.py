@@ -3,6 +3,7 @@ entrypoint and runtime env. The pattern is the one the config checks use (compon
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,8 @@ from policies.props import entries, is_unknown, items, lookup
 from policies.workloads import RAY_KINDS, containers, kind_of, object_name, pod_templates
 
 _ROUTE = "take it from a Secret (env valueFrom.secretKeyRef)"
+# A switch or a count is no secret, whatever its key: HF_HUB_DISABLE_IMPLICIT_TOKEN=1, max_token=512.
+_PLAIN = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no", re.IGNORECASE)
 
 
 def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -48,7 +51,7 @@ def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportVio
 def _container_problems(container: Any) -> Iterator[str]:
     for variable in items(container, "env"):
         name, value = lookup(variable, "name"), lookup(variable, "value")
-        if isinstance(value, str) and value and not is_unknown(value) and is_secret_argument(str(name), value):
+        if isinstance(value, str) and value and not is_unknown(value) and _carries_a_secret(str(name), value):
             yield f"sets {name} to a literal"
     for field in ("command", "args"):
         words = [word for word in items(container, field) if isinstance(word, str) and not is_unknown(word)]
@@ -83,16 +86,23 @@ def _secret_in_words(words: list[str]) -> bool:
         if looks_like_a_secret(word):
             return True
         key, equals, value = word.partition("=")
-        if equals and _literal(value) and is_secret_argument(key.lstrip("-"), value):
+        if equals and _carries_a_secret(key.lstrip("-"), value):
             return True
         following = words[index + 1] if index + 1 < len(words) else ""
-        if word.startswith("-") and not equals and names_a_secret(word) and _literal(following):
+        if word.startswith("-") and not equals and names_a_secret(word) and _carries_a_secret(word, following):
             return True
     return False
 
 
 def _literal(value: str) -> bool:
     return bool(value) and not value.startswith(("$", "-"))
+
+
+def _carries_a_secret(key: str, value: str) -> bool:
+    """A token-looking value, or a literal under a secret's name that is not a switch or a count."""
+    if looks_like_a_secret(value):
+        return True
+    return _literal(value) and not _PLAIN.fullmatch(value) and is_secret_argument(key, value)
 
 
 def _secret_runtime_env_keys(runtime_env: str) -> list[str]:
@@ -106,4 +116,4 @@ def _secret_runtime_env_keys(runtime_env: str) -> list[str]:
     variables = parsed.get("env_vars") if isinstance(parsed, dict) else None
     if not isinstance(variables, dict):
         return []
-    return [f"env_vars.{key}" for key, value in variables.items() if is_secret_argument(str(key), str(value or ""))]
+    return [f"env_vars.{key}" for key, value in variables.items() if _carries_a_secret(str(key), str(value or ""))]

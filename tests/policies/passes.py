@@ -105,6 +105,18 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                 "web",
                 {"spec": {"type": "LoadBalancer", "ports": [{"port": 443.0, "targetPort": 8443.0}]}},
             ),
+            kube_object(  # another app's port named `client`: not Ray's unless the Service selects Ray's pods
+                "v1",
+                "Service",
+                "chat",
+                {
+                    "spec": {
+                        "type": "NodePort",
+                        "selector": {"app": "chat"},
+                        "ports": [{"port": 80.0, "targetPort": "client"}],
+                    }
+                },
+            ),
         ),
         None,
     ),
@@ -165,6 +177,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                 {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "t", "key": "token"}}},
                 {"name": "HF_HOME", "value": "/cache/huggingface"},
                 {"name": "NCCL_IB_GID_INDEX", "value": "3"},
+                {"name": "HF_HUB_DISABLE_IMPLICIT_TOKEN", "value": "1"},
             ],
         ),
         None,

@@ -35,6 +35,7 @@ def _binding(kind: str, role: str, namespace: str | None = None) -> Callable[[],
 
 
 def _service(service_type: str, port: float, target: object) -> Callable[[], dict]:
+    """A Service that selects the Ray head."""
     spec = {
         "type": service_type,
         "selector": {"ray.io/node-type": "head"},
