@@ -3,7 +3,6 @@ entrypoint and runtime env. The pattern is the one the config checks use (compon
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterator
 from typing import Any
@@ -11,13 +10,11 @@ from typing import Any
 import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts.secrets import is_secret_argument, looks_like_a_secret, names_a_secret
+from components.facts.secrets import PLAIN_COUNT, carries_a_secret, looks_like_a_secret
 from policies.props import entries, is_unknown, items, lookup
 from policies.workloads import RAY_KINDS, containers, kind_of, object_name, pod_templates
 
 _ROUTE = "take it from a Secret (env valueFrom.secretKeyRef)"
-# A switch or a count is no secret, whatever its key: HF_HUB_DISABLE_IMPLICIT_TOKEN=1, max_token=512.
-_PLAIN = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no", re.IGNORECASE)
 
 
 def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -26,8 +23,8 @@ def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportVio
 
     Literals end up in the plan, the state, `kubectl describe`, Ray's job list and every log of the object; a
     credential belongs in a Secret (env valueFrom.secretKeyRef), created from a Pulumi secret. A value counts when
-    it looks like a token (hf_..., ghp_..., AKIA..., a private key) or sits under a key whose last word names a
-    secret (HF_TOKEN, --hub-token, api_key=).
+    it looks like a token (hf_..., ghp_..., AKIA..., a private key) or is a literal under a key with a secret's word
+    in it (HF_TOKEN, --hub-token, --token-file, api_key=), as the config checks judge trainer arguments.
     """
     kind = kind_of(args.resource_type)
     if kind is None:
@@ -89,7 +86,7 @@ def _secret_in_words(words: list[str]) -> bool:
         if equals and _carries_a_secret(key.lstrip("-"), value):
             return True
         following = words[index + 1] if index + 1 < len(words) else ""
-        if word.startswith("-") and not equals and names_a_secret(word) and _carries_a_secret(word, following):
+        if word.startswith("-") and not equals and _carries_a_secret(word, following):
             return True
     return False
 
@@ -99,10 +96,12 @@ def _literal(value: str) -> bool:
 
 
 def _carries_a_secret(key: str, value: str) -> bool:
-    """A token-looking value, or a literal under a secret's name that is not a switch or a count."""
+    """As the config checks judge a trainer argument (a token-looking value, or a literal under a key with a
+    secret's word anywhere: `*token*`), except that a switch or a count is no secret under any key
+    (HF_HUB_DISABLE_IMPLICIT_TOKEN=1)."""
     if looks_like_a_secret(value):
         return True
-    return _literal(value) and not _PLAIN.fullmatch(value) and is_secret_argument(key, value)
+    return _literal(value) and not PLAIN_COUNT.fullmatch(value) and carries_a_secret(key, value)
 
 
 def _secret_runtime_env_keys(runtime_env: str) -> list[str]:

@@ -11,7 +11,7 @@ from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfi
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gpu_software, maxtext, topology
-from components.facts.secrets import is_secret_argument, masked
+from components.facts.secrets import carries_a_secret, masked
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -125,17 +125,6 @@ SECRET_ROUTE = (
     "a Hugging Face token reaches the trainer only through a Kubernetes Secret: set hfTokenKey and "
     "`pulumi config set --secret huggingface:token hf_...`"
 )
-# A value that only counts or switches: MaxText's num_moe_token_chunks=4 names the word but holds no secret.
-_PLAIN_COUNT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false", re.IGNORECASE)
-
-
-def carries_a_secret(key: str, value: str) -> bool:
-    """A token-looking value, or a key with a secret's word anywhere in it (hub_token_file, token_hf, api_secret_path:
-    `*token*`), unless its value is a plain number or boolean."""
-    if is_secret_argument(key, value):
-        return True
-    words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower())
-    return not _PLAIN_COUNT.fullmatch(value) and any(is_secret_argument(word, value) for word in words)
 
 
 def _secret_problems(path: str, arguments: Mapping[str, str], route: str) -> Iterator[ConfigProblem]:

@@ -39,3 +39,16 @@ def masked(value: str) -> str:
 def is_secret_argument(key: str, value: str) -> bool:
     """A key=value pair that carries a secret: a token-looking value, or any value under a secret's name."""
     return bool(looks_like_a_secret(value) or (value and names_a_secret(key)))
+
+
+# A value that only counts or switches: MaxText's num_moe_token_chunks=4 names the word but holds no secret.
+PLAIN_COUNT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?|true|false", re.IGNORECASE)
+
+
+def carries_a_secret(key: str, value: str) -> bool:
+    """A token-looking value, or a key with a secret's word anywhere in it (hub_token_file, token_hf, api_secret_path:
+    `*token*`), unless its value is a plain number or boolean."""
+    if is_secret_argument(key, value):
+        return True
+    words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower())
+    return not PLAIN_COUNT.fullmatch(value) and any(is_secret_argument(word, value) for word in words)

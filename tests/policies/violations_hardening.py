@@ -264,6 +264,13 @@ SECRET_CASES: list[Case] = [
         {"no-secret-literals"},
     ),
     (
+        "a *token* key anywhere in a flag of the RayJob entrypoint",
+        edit(
+            "maxtext", "spec.entrypoint", "python -m workloads.maxtext.train --num-workers=8 -- hub_token_file=/tmp/t"
+        ),
+        {"no-secret-literals"},
+    ),
+    (
         "token in the RayJob's runtime env",
         edit("maxtext", "spec.runtimeEnvYAML", "env_vars:\n  HF_TOKEN: abc123\n"),
         {"no-secret-literals"},
