@@ -209,8 +209,8 @@ def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_viola
 
     Accelerator nodes only talk to each other and to Google's front ends; an open ingress rule exposes every
     port it allows on every node of the network. An ingress rule without sourceRanges, sourceTags or
-    sourceServiceAccounts admits 0.0.0.0/0 (GCP's VPC firewall rules: "If you omit a source, Google Cloud uses
-    0.0.0.0/0"), and 0.0.0.0/1 + 128.0.0.0/1 is the internet in two halves: the rule counts the public addresses
+    sourceServiceAccounts admits 0.0.0.0/0 (docs/cloud-facts.md: firewall rules without a source), and
+    0.0.0.0/1 + 128.0.0.0/1 is the internet in two halves: the rule counts the public addresses
     the ranges cover together (policies/addresses.py). Deny rules and egress rules are not judged.
     """
     if args.resource_type != FIREWALL_TYPE or str(lookup(args.props, "direction") or "INGRESS").upper() != "INGRESS":
