@@ -1,9 +1,11 @@
 """The forecast of each MaxText job of a stack, from its cached fit-check verdict (`make fit-check`).
 
 The job's fit-check arguments come from the same entrypoint the stack gives its RayJob; the verdict is found
-by the key `make fit-check` stored it under (workloads/maxtext/fit_cache.py). No verdict: no forecast, and
-the reason says how to get one. The forecast is for the slices the fit check compiled (an elastic job's
-fewest), at the price of their node pools.
+by the key `make fit-check` stored it under (workloads/maxtext/fit_cache.py). No verdict: no step forecast, but
+the instant HBM estimate (preflight/forecast/maxtext_hbm.py) judges the job at once: clearly over the chip's usable
+HBM, it cannot run (preflight fails, naming what to change); near it, only the fit check can tell; the compiled
+verdict, once cached, overrides the estimate. The forecast is for the slices the fit check compiled (an elastic
+job's fewest), at the price of their node pools.
 """
 
 from __future__ import annotations
@@ -16,13 +18,19 @@ from typing import Any
 from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
+from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
+from preflight.forecast.maxtext_hbm import NoEstimate, estimate_for_fit_argv
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
 from workloads.maxtext.fit_plan import fit_argv
 from workloads.maxtext.hlo_cost import StepWork
+
+# Within this share of the usable HBM the estimate cannot tell fit from no fit: the fit check's compile decides.
+BORDERLINE = 0.15
+GIB = 2**30
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,8 @@ class MaxTextJobForecast(PricedForecast):
     slices: int
     target: str  # MaxText's name for one slice, e.g. v6e-16
     forecast: TpuForecast
+    needed_bytes: float  # HBM per chip, as compiled
+    estimated_bytes: float | None  # the instant estimate, where the model has one
 
     @property
     def step(self) -> TpuForecast:
@@ -47,6 +57,8 @@ class MaxTextJobForecast(PricedForecast):
             + self.calibration_note(),
             self.throughput_line("chip", f.tokens_per_s_per_chip),
             self.cost_line(f"{f.work.steps:,} steps take {run_h:.1f} h for {about}${self.usd_per_hour * run_h:,.0f}"),
+            f"  HBM per chip: {self.needed_bytes / GIB:.1f} GiB compiled"
+            + (f" (instant estimate {self.estimated_bytes / GIB:.1f} GiB)" if self.estimated_bytes else ""),
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -57,6 +69,8 @@ class MaxTextJobForecast(PricedForecast):
             "tokensPerSecondPerChip": round(f.tokens_per_s_per_chip(), 1),
             "steps": f.work.steps,
             "usdPerRun": round(self.usd_per_hour * f.run_s() / 3600, 2),
+            "hbmGibPerChip": round(self.needed_bytes / GIB, 1),
+            "hbmGibPerChipEstimated": round(self.estimated_bytes / GIB, 1) if self.estimated_bytes else None,
         }
 
 
@@ -69,10 +83,10 @@ def job_forecast(
     config: StackConfig, job: MaxTextJobConfig, prices: cost.PriceBook, root: Path
 ) -> MaxTextJobForecast | NoForecast:
     """The job's forecast from the fit check's cached verdict, or why there is none."""
-    verdict = cached_verdict(root / CACHE_DIR, cache_key(fit_check_argv(config, job), root))
+    argv = fit_check_argv(config, job)
+    verdict = cached_verdict(root / CACHE_DIR, cache_key(argv, root))
     if verdict is None:
-        reason = f"no fit-check result for this configuration yet: `make fit-check STACK={config.stack}` compiles it"
-        return NoForecast(job.name, reason)
+        return instant_verdict(config, job, argv)
     if verdict.get("cost") is None or verdict.get("fits") is False:
         return NoForecast(job.name, unfit_reason(verdict), cannot_run=True)
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
@@ -95,6 +109,44 @@ def job_forecast(
         slices=slices,
         target=verdict["target"],
         forecast=forecast(work, tpu.generation, slices * tpu.chips, calibration.efficiency),
+        needed_bytes=float(verdict["needed_bytes"]),
+        estimated_bytes=_estimated_bytes(argv),
+    )
+
+
+def _estimated_bytes(argv: list[str]) -> float | None:
+    try:
+        return estimate_for_fit_argv(argv).total
+    except NoEstimate:
+        return None
+
+
+def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str]) -> NoForecast:
+    """What the HBM estimate says of a job no fit check has compiled: it cannot run, it may not, or it should."""
+    fit_check = f"`make fit-check STACK={config.stack}` compiles it"
+    generation = config.slice_group(job.slices).slice.generation.name
+    usable = USABLE_HBM_BYTES_PER_CHIP.get(generation)
+    try:
+        held = estimate_for_fit_argv(argv)
+    except NoEstimate as error:
+        return NoForecast(job.name, f"no fit-check result for this configuration yet ({error}): {fit_check}")
+    if usable is None:
+        return NoForecast(job.name, f"no usable-HBM figure for {generation}: {fit_check}")
+    figure = f"~{held.total / GIB:.1f} GiB of HBM per chip ({held.parts()}) against {generation}'s {usable / GIB:.1f}"
+    if held.total > usable * (1 + BORDERLINE):
+        return NoForecast(job.name, f"{figure} usable, by the instant estimate: {what_to_change(config, job)}", True)
+    if held.total >= usable * (1 - BORDERLINE):
+        return NoForecast(job.name, f"{figure} usable: too close to call without compiling; {fit_check}")
+    return NoForecast(job.name, f"{figure} usable fits by the instant estimate; no step forecast until {fit_check}")
+
+
+def what_to_change(config: StackConfig, job: MaxTextJobConfig) -> str:
+    index = config.jobs.maxtext.index(job)
+    key = f"trainyard:jobs.maxtext[{index}]"
+    return (
+        f"lower {key}.perDeviceBatchSize ({job.per_device_batch_size:g}), keep fewer activations with "
+        f"{key}.rematPolicy (full, or custom with offload), shard the weights over more chips ({key}.ici/dcn: fsdp "
+        f"rather than data or tensor), or run on more slices; `make fit-check STACK={config.stack}` compiles it"
     )
 
 

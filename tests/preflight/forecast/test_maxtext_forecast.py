@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -18,7 +17,7 @@ from preflight.forecast.maxtext_jobs import MaxTextJobForecast, fit_check_argv
 from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
-from workloads.maxtext.fit_cache import CACHE_DIR, KEYED_FILES, cache_key, save_verdict
+from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, save_verdict
 from workloads.maxtext.hlo_cost import StepWork
 
 V6E = TPU_GENERATIONS["v6e"]
@@ -60,15 +59,6 @@ def dev_config(edit=None):
         edit(values)
     files = read_stack_files(PROJECT_DIR, "dev")
     return load_stack_config({**files.config, **as_engine_config(values)}, "dev")
-
-
-@pytest.fixture
-def fit_check_root(tmp_path):
-    """A checkout with an empty fit-check cache: the files the cache key reads, and nothing cached."""
-    for name in KEYED_FILES:
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(PROJECT_DIR / name, tmp_path / name)
-    return tmp_path
 
 
 def cache_dev_verdict(root, work: StepWork, needed_bytes: float = 24e9) -> None:

@@ -1,0 +1,167 @@
+"""HBM per chip of a MaxText training step, estimated from its arguments in microseconds, without compiling.
+
+What each chip holds while the step runs, as the compiled steps measured here hold it (benchmarks/maxtext_hbm.py
+prints the estimate beside the compiler's figure for every job it has one for):
+- states: the parameters and AdamW's two moments (weight_dtype, mu_dtype: fp32 by default), sharded over every
+  mesh axis but data (MaxText's logical rules put each weight's embed dimension on fsdp and its heads or mlp
+  dimension on tensor); the program's arguments.
+- gradients: one more copy of the parameters in weight_dtype, as sharded.
+- gathered weights: layers' bf16 weights all-gathered over fsdp (still split over tensor). With tensor parallelism
+  the compiled steps measured here hold GATHERED_SHARE of every layer's for the scanned backward; with weights
+  split over fsdp alone, two layers' (the one computing and the one prefetched).
+- activations: what the remat policy keeps on device per layer and token (`remat_policy`, and for `custom` each
+  tensor set to `device`; `offload`ed ones live in host memory), in bf16. Per chip the tokens are the per-device
+  batch times the sequence: tensor parallelism splits each activation's width as much as it multiplies the tokens.
+- logits: LOGIT_BYTES per token and vocabulary entry (bf16 logits, the loss's fp32 view and their gradient, as
+  XLA fuses them).
+GATHERED_SHARE and LOGIT_BYTES are fitted to compiled steps (benchmarks/README.md: MaxText HBM estimate), the rest
+counts bytes. Dense Llama-family models only (components/facts/maxtext_memory.py); others get no estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES
+from components.facts.models import ModelArchitecture
+from workloads.maxtext.cli import split_maxtext_args
+from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
+
+# Fitted to the compiled llama3-8b dev job and llama3-70b dev job cut to 8 layers (benchmarks/maxtext_hbm.py).
+GATHERED_SHARE = 0.91
+LOGIT_BYTES = 3.95
+PREFETCHED_LAYERS = 2
+ACTIVATION_BYTES = 2  # dtype: bfloat16
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# MaxText's base.yml defaults for what the estimate reads.
+DEFAULTS = {
+    "per_device_batch_size": "12.0",
+    "max_target_length": "2048",
+    "weight_dtype": "float32",
+    "mu_dtype": "",
+    "remat_policy": "full",
+    "decoder_layer_input": "device",
+}
+# Tensors a decoder layer names for remat (maxtext/layers: checkpoint_name), and what each policy saves on device.
+_DOTS = ("query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo")
+POLICY_SAVES: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "minimal": _DOTS,
+    "minimal_with_context": (*_DOTS, "context"),
+    "minimal_flash": (*_DOTS, "context"),
+    "save_dot_with_context_except_mlp": ("query_proj", "key_proj", "value_proj", "context", "out_proj"),
+    "save_dot_except_mlpwi": ("query_proj", "key_proj", "value_proj", "out_proj", "mlpwo"),
+    "save_dot_except_mlp": ("query_proj", "key_proj", "value_proj", "out_proj"),
+    "save_qkv_proj": ("query_proj", "key_proj", "value_proj"),
+    "qkv_proj_offloaded": (),
+    "minimal_offloaded": (),
+    "save_out_proj": ("out_proj",),
+    "none": (*_DOTS, "context"),  # no remat at all: at least every named tensor (an underestimate)
+}
+CUSTOM_TENSORS = ("decoder_layer_input", "context", *_DOTS)
+
+
+class NoEstimate(ValueError):
+    """The job is outside what the estimate models: the fit check's compile is the only verdict."""
+
+
+@dataclass(frozen=True)
+class HbmEstimate:
+    states: float
+    gradients: float
+    gathered: float
+    activations: float
+    logits: float
+    remat_policy: str
+
+    @property
+    def total(self) -> float:
+        return self.states + self.gradients + self.gathered + self.activations + self.logits
+
+    def parts(self) -> str:
+        gib = 2**30
+        return (
+            f"weights and AdamW state {self.states / gib:.1f}, gradients {self.gradients / gib:.1f}, gathered "
+            f"weights {self.gathered / gib:.1f}, activations {self.activations / gib:.1f} (remat {self.remat_policy}), "
+            f"logits {self.logits / gib:.1f} GiB"
+        )
+
+
+def tensor_widths(arch: ModelArchitecture) -> dict[str, int]:
+    """Features per token of each named tensor of a layer."""
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    return {
+        "decoder_layer_input": arch.hidden,
+        "query_proj": q,
+        "key_proj": kv,
+        "value_proj": kv,
+        "context": q,
+        "out_proj": arch.hidden,
+        "mlpwi_0": arch.intermediate,
+        "mlpwi_1": arch.intermediate,
+        "mlpwo": arch.hidden,
+    }
+
+
+def saved_tensors(args: Mapping[str, str]) -> tuple[str, ...]:
+    """The tensors each layer keeps in HBM for its backward under the job's remat policy."""
+    policy = args["remat_policy"]
+    if policy == "custom":
+        return tuple(name for name in CUSTOM_TENSORS if args.get(name, "remat") == "device")
+    if policy not in POLICY_SAVES:
+        raise NoEstimate(f"remat_policy={policy} is not one MaxText knows (allowed: custom, {', '.join(POLICY_SAVES)})")
+    return ("decoder_layer_input", *POLICY_SAVES[policy])  # the scan's carry, each layer's input
+
+
+def estimate(maxtext_args: Sequence[str], chips_per_slice: int, slices: int) -> HbmEstimate:
+    """HBM per chip of the job's step; NoEstimate when its model or options are outside the estimate."""
+    args = {**DEFAULTS, **parse_overrides(maxtext_args)}
+    arch = MAXTEXT_ARCHITECTURES.get(args.get("model_name", "default"))
+    if arch is None:
+        raise NoEstimate(f"no instant estimate for model {args.get('model_name', 'default')} (dense Llama family only)")
+    if "base_num_decoder_layers" in args:  # a model cut short (override_model_config=true)
+        arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
+    try:
+        mesh = check_parallelism(args, chips_per_slice, slices)
+    except ParallelismError as error:
+        raise NoEstimate(str(error)) from error
+    weight = DTYPE_BYTES[args["weight_dtype"]]
+    moment = DTYPE_BYTES.get(args["mu_dtype"], weight)
+    param_shards = chips_per_slice * slices / data_parallelism(mesh)
+    tensor = axis_size(mesh, "tensor")
+    tokens = float(args["per_device_batch_size"]) * int(args["max_target_length"])
+    widths = tensor_widths(arch)
+    layer_params = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers
+    return HbmEstimate(
+        states=arch.params * (weight + 2 * moment) / param_shards,
+        gradients=arch.params * weight / param_shards,
+        gathered=gathered_layers(arch.layers, tensor) * layer_params * ACTIVATION_BYTES / tensor,
+        activations=arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES,
+        logits=tokens * arch.vocab * LOGIT_BYTES,
+        remat_policy=args["remat_policy"],
+    )
+
+
+def gathered_layers(layers: int, tensor: int) -> float:
+    return GATHERED_SHARE * layers if tensor > 1 else PREFETCHED_LAYERS
+
+
+def axis_size(mesh: MeshShape, axis: str) -> int:
+    return mesh.ici.get(axis, 1) * mesh.dcn.get(axis, 1)
+
+
+def data_parallelism(mesh: MeshShape) -> int:
+    """Replicas of the weights: the data axis (MaxText's DiLoCo aside, every other axis shards them)."""
+    return math.prod(axis_size(mesh, axis) for axis in ("data",))
+
+
+def estimate_for_fit_argv(fit_argv: Sequence[str]) -> HbmEstimate:
+    """The estimate for a fit check's arguments (workloads/maxtext/fit_plan.py: slice flags, --, MaxText args)."""
+    flags, maxtext_args = split_maxtext_args(fit_argv)
+    values = dict(zip(flags[::2], flags[1::2], strict=False))
+    chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
+    fewest = values.get("--min-slices", values["--slices"])  # the fit check compiles an elastic job at its fewest
+    return estimate(maxtext_args, chips_per_slice, int(fewest))
