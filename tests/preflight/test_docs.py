@@ -285,3 +285,15 @@ def test_shell_lines_split_chains_and_cut_pipes_and_redirections():
         ["trainyard", "forecast", "--pack-config", "in.json"],
         ["make", "test"],
     ]
+
+
+def test_switching_on_the_70b_job_fails_as_the_recipe_says(sandbox: Path, capsys: pytest.CaptureFixture[str]):
+    """docs/first-hour.md, recipe 6: the dev stack's llama3-70b, switched on, does not fit its chips (exit 1)."""
+    assert "set that job's `enabled: false` to `enabled: true`" in _text(FIRST_HOUR)
+    job_off = "      - name: llama3-70b\n        enabled: false\n"
+    dev = _text(PROJECT_DIR / "Pulumi.dev.yaml")
+    assert dev.count(job_off) == 1
+    (sandbox / "Pulumi.mine-dev.yaml").write_text(dev.replace(job_off, job_off.replace("false", "true")))
+    capsys.readouterr()
+    assert run_preflight(["--stack", "mine-dev"]) == 1
+    assert "llama3-70b: DOES NOT FIT" in capsys.readouterr().out
