@@ -4,10 +4,12 @@ Each anchor is a run AI-Hypercomputer/tpu-recipes publishes (training/trillium/L
 README.md: the step log line and the MaxText configuration, `MaxText@tpu-recipes-v0.1.4`). This script
 compiles each configuration for its slice here with the fit check (libtpu on this CPU, the recipe's libtpu
 flags that this libtpu accepts), reads what each chip does per step, and forecasts it:
-- the two v6e-256 runs calibrate MXU_EFFICIENCY (the geometric mean of the efficiency each implies);
-- the v6e-8 and v6e-32 runs are the check. MaxText 0.2.5 needs more HBM than the recipe's older MaxText:
-  the v6e-8 run's batch of 3 does not compile in 32 GB here, so it is forecast at batch 2 (tokens/s per
-  chip barely move with the batch once the matrices are this large: an approximation, said in the table).
+- the two v6e-256 runs calibrate v6e's MXU efficiency (the geometric mean of the efficiency each implies;
+  preflight/forecast/calibration.py holds the figure in use);
+- the v6e-8 and v6e-32 runs are the check, and since 2026-11-26 the v6e-16 and v6e-64 ones. MaxText 0.2.5 needs
+  more HBM than the recipe's older MaxText: the v6e-8 run's batch of 3 does not compile in 32 GB here, so it is
+  forecast at batch 2 (tokens/s per chip barely move with the batch once the matrices are this large: an
+  approximation, said in the table).
 
 Compiles take 5-11 minutes and 2-4 GB each; verdicts are cached in .cache/fit-check/ (make fit-check's cache),
 so a second run only forecasts. --recompile ignores the cache.
@@ -128,6 +130,25 @@ ANCHORS = (
         args=("model_name=llama3.1-70b", "per_device_batch_size=2", "weight_dtype=bfloat16"),
         published_tokens=921.0,
         published_tflops=443.4,
+        calibrates=False,
+    ),
+    # Added 2026-11-26 (issue 28 item 2), checks only: training/trillium/Llama3.1-8B-MaxText/v6e-16 (the dev stack's
+    # slice size; its recipe also disables collective matmul, a libtpu flag not passed here) and
+    # training/trillium/Llama3.1-70B-MaxText/v6e-64 in tpu-recipes.
+    Anchor(
+        name="Llama 3.1 8B, v6e-16",
+        topology="4x4",
+        args=("model_name=llama3.1-8b", "per_device_batch_size=3", "out_proj=offload"),
+        published_tokens=7243.4,
+        published_tflops=419.5,
+        calibrates=False,
+    ),
+    Anchor(
+        name="Llama 3.1 70B, v6e-64",
+        topology="8x8",
+        args=("model_name=llama3.1-70b", "per_device_batch_size=2"),
+        published_tokens=876.7,
+        published_tflops=422.1,
         calibrates=False,
     ),
 )
