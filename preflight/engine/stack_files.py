@@ -4,11 +4,14 @@ The Pulumi CLI reads them with Go's YAML (gopkg.in/yaml.v3): YAML 1.2 core rules
 and `2:00:00` is not a number, and a key given twice is an error. PyYAML reads YAML 1.1 and keeps the last of
 two keys, so preflight reads stack files with ruamel.yaml's YAML 1.2 loader, which refuses duplicates too
 (docs/architecture.md: stack files). Aliases are shared, not copied, when loaded; a file whose aliases would
-expand past MAX_EXPANDED_NODES values (a "billion laughs" file) is refused before anything walks it.
+expand past MAX_EXPANDED_NODES values (a "billion laughs" file) is refused before anything walks it; so are text
+that is not UTF-8 (or UTF-16 with its mark), values nested past what the parser follows, and a config key that is
+not a name. Each is one line (StackFileError), never a traceback.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +46,27 @@ def find_project_dir(start: Path) -> Path:
     raise StackFileError(f"no Pulumi.yaml in {start} or any folder above it")
 
 
+def _text(path: Path) -> str:
+    """The file as text: UTF-8, or UTF-16 with its byte-order mark (the two encodings YAML and yaml.v3 read)."""
+    data = path.read_bytes()
+    encoding = "utf-16" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise StackFileError(
+            f"{path.name}: byte {error.start} is not {encoding.upper().removesuffix('-SIG')} text "
+            "(allowed: a UTF-8 text file)"
+        ) from None
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8")) or {}
+        data = YAML(typ="safe", pure=True).load(_text(path)) or {}
+    except RecursionError:
+        nested = f"{path.name}: values nested too deeply to read (allowed: a stack file's config)"
+        raise StackFileError(nested) from None
     except DuplicateKeyError as error:
         raise StackFileError(_duplicate_key(path, error)) from None
     except MarkedYAMLError as error:
@@ -104,6 +123,11 @@ def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
         kind = "list" if isinstance(values, list) else type(values).__name__
         raise StackFileError(f"Pulumi.{stack}.yaml: config is a {kind} (allowed: a mapping of keys to values)")
     for key, value in values.items():
+        if not isinstance(key, str) or not key:
+            raise StackFileError(
+                f"Pulumi.{stack}.yaml: config key {json.dumps(key, default=repr)} is not a name "
+                "(allowed: <namespace>:<name>, or <name> in the project's namespace)"
+            )
         full_key = key if ":" in key else f"{name}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
             # Encrypted values cannot be read offline; the program sees a placeholder.

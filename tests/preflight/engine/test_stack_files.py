@@ -58,3 +58,33 @@ def test_an_alias_bomb_is_refused_in_well_under_a_second(project):
 def test_an_alias_used_a_few_times_is_fine(project):
     text = "config:\n  trainyard:a: &shared {x: 1}\n  trainyard:b: *shared\n"
     assert read(project, text) == {"trainyard:a": '{"x": 1}', "trainyard:b": '{"x": 1}'}
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ("config:\n  trainyard:a: Caf\u00e9\n".encode("latin-1"), "Pulumi.s.yaml: byte 26 is not UTF-8 text"),
+        (b"config:\n  trainyard:a: \xff\xfe\n", "Pulumi.s.yaml: byte 23 is not UTF-8 text"),
+    ],
+)
+def test_a_file_that_is_not_utf8_is_refused_in_one_line(project, data, words):
+    (project / "Pulumi.s.yaml").write_bytes(data)
+    with pytest.raises(StackFileError, match=f"^{words} \\(allowed: a UTF-8 text file\\)$"):
+        read_stack_files(project, "s")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_utf8_with_a_byte_order_mark_and_utf16_read_as_yaml_v3_reads_them(project, encoding):
+    (project / "Pulumi.s.yaml").write_bytes("config:\n  trainyard:a: Caf\u00e9\n".encode(encoding))
+    assert read_stack_files(project, "s").config == {"trainyard:a": "Caf\u00e9"}
+
+
+def test_values_nested_past_what_the_parser_can_follow_are_refused_in_one_line(project):
+    with pytest.raises(StackFileError, match="^Pulumi.s.yaml: values nested too deeply to read"):
+        read(project, "config:\n  trainyard:a: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
+@pytest.mark.parametrize(("key", "shown"), [("1", "1"), ("~", "null"), ("true", "true"), ("''", '""')])
+def test_a_config_key_that_is_not_a_name_is_refused_naming_it(project, key, shown):
+    with pytest.raises(StackFileError, match=f"^Pulumi.s.yaml: config key {shown} is not a name "):
+        read(project, f"config:\n  trainyard:a: x\n  {key}: 2\n")
