@@ -10,6 +10,7 @@ import re
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import NODE_POOL_TYPE
+from components.facts.images import DEPLOY_ACCOUNT_ID, is_deploy_member, writes_the_registry
 from policies.props import is_unknown, items, lookup
 from policies.workloads import kind_of, namespace_of, object_name
 
@@ -140,6 +141,23 @@ def no_pool_wide_grants(args: ResourceValidationArgs, report_violation: ReportVi
             report_violation(
                 f"bucket grant '{args.name}' gives {role} to the principal set {member}; name one workload identity "
                 "(principal://.../subject/ns/NAMESPACE/sa/NAME).",
+                None,
+            )
+
+
+def registry_writes_only_by_the_deploy_account(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Only the deploy account may push to Artifact Registry; nodes, workloads and people get reader at most.
+
+    The build cache feeds every next build of the trainers' images, and the images run on every accelerator node:
+    whoever can write either (a node's token, a pod's workload identity) chooses the code the next job runs.
+    Refused: any `roles/artifactregistry.*` role but reader, on a repository or the project, to a member other
+    than `serviceAccount:trainyard-deploy@PROJECT.iam.gserviceaccount.com`.
+    """
+    for role, member in _iam_grants(args):
+        if writes_the_registry(role) and not is_deploy_member(member):
+            report_violation(
+                f"{args.resource_type} '{args.name}' grants {role} to {member}; only the deploy account "
+                f"({DEPLOY_ACCOUNT_ID}) may write the registry, others get roles/artifactregistry.reader.",
                 None,
             )
 

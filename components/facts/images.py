@@ -44,6 +44,37 @@ def pin_problem(reference: str) -> str | None:
     return None
 
 
+# Artifact Registry's predefined roles that only read (docs/cloud-facts.md: the build cache); every other
+# roles/artifactregistry.* role pushes, tags or deletes.
+REGISTRY_READ_ROLES = ("roles/artifactregistry.reader",)
+REGISTRY_ROLE_PREFIX = "roles/artifactregistry."
+# The account `pulumi up` runs as: bootstrap/ creates it (components/infra/ci_identity.py) in the stack's project.
+DEPLOY_ACCOUNT_ID = "trainyard-deploy"
+_DEPLOY_MEMBER = re.compile(
+    rf"^serviceAccount:{DEPLOY_ACCOUNT_ID}@[a-z][-a-z0-9]{{4,28}}[a-z0-9]\.iam\.gserviceaccount\.com$"
+)
+CACHE_SUFFIX = "-cache"
+
+
+def deploy_member(project: str) -> str:
+    """The IAM member of the deploy account in `project`."""
+    return f"serviceAccount:{DEPLOY_ACCOUNT_ID}@{project}.iam.gserviceaccount.com"
+
+
+def is_deploy_member(member: str) -> bool:
+    return bool(_DEPLOY_MEMBER.match(member))
+
+
+def writes_the_registry(role: str) -> bool:
+    """An Artifact Registry role that can push, move a tag or delete (anything but a reader)."""
+    return role.startswith(REGISTRY_ROLE_PREFIX) and role not in REGISTRY_READ_ROLES
+
+
+def cache_repository(repository: str) -> str:
+    """The build cache's repository beside the images' one, still a valid repository ID (63 at most)."""
+    return f"{repository[: 63 - len(CACHE_SUFFIX)]}{CACHE_SUFFIX}"
+
+
 def registry_host(region: str) -> str:
     """Artifact Registry's Docker host for a region."""
     return f"{region}-docker.pkg.dev"

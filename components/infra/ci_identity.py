@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.facts.images import DEPLOY_ACCOUNT_ID
+
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 # IAM's limits: pool and provider ids 4-32 of [a-z0-9-], not starting with gcp-; google.subject at most 127 bytes.
@@ -130,7 +132,7 @@ class CiIdentity(pulumi.ComponentResource):
         )
         project_number = gcp.organizations.get_project_output(project_id=args.project).number
         self.deploy_account = self._account_for(
-            "trainyard-deploy", "runs pulumi up", args, args.deploy_environment, project_number, pool
+            DEPLOY_ACCOUNT_ID, "runs pulumi up", args, args.deploy_environment, project_number, pool
         )
         self.preview_account = self._account_for(
             "trainyard-preview", "runs pulumi preview", args, args.preview_environment, project_number, pool

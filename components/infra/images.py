@@ -2,14 +2,18 @@
 
 Each image builds from `workloads/<trainer>/Dockerfile` with the repository root as context (its
 `Dockerfile.dockerignore` admits only `source_tree.trainer_paths`), is tagged by the hash of the git-tracked files in
-those paths, and reaches pods as `tag@digest`: a trainer change is a new tag and a new digest, an unchanged
-trainer is neither rebuilt nor redeployed. A stack that names a prebuilt image (`trainyard:images`) skips the
-build. Pushing needs Docker with BuildKit where `pulumi up` runs and credentials for the registry host
+those paths and of the build's settings, and reaches pods as `tag@digest`: a trainer change is a new tag and a new
+digest, an unchanged trainer is neither rebuilt nor redeployed. A stack that names a prebuilt image
+(`trainyard:images`) skips the build. The images' repository keeps its tags immutable (a pushed tag always names
+the digest first pushed under it); the BuildKit cache, rewritten by every build, lives in a repository of its own,
+`<repository>-cache`, which only the deploy account writes (docs/security.md: the build cache). Pushing needs
+Docker with BuildKit where `pulumi up` runs and credentials for both registry paths
 (`gcloud auth configure-docker <region>-docker.pkg.dev`); previews build nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,12 +22,13 @@ import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
 from components.config.models import ImagesConfig
-from components.facts.images import repository_path
+from components.facts.images import cache_repository, deploy_member, repository_path
 from components.infra.fixed_names import fixed_name_options
 from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
 
 TAG_LENGTH = 16
 REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
+REGISTRY_WRITER_ROLE = "roles/artifactregistry.writer"
 CACHE_TAG = "buildcache"
 
 
@@ -34,6 +39,16 @@ def dockerfile(trainer: str) -> str:
 def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
     """The content hash of what goes into the trainer's image."""
     return content_hash(root, deployed_files(root, trainer))[:TAG_LENGTH]
+
+
+def build_tag(trainer: str, cache_ref: str, root: Path = PROJECT_DIR) -> str:
+    """The image's tag: its trainer's content hash and the build's own settings (the cache it reads and writes).
+
+    A change of settings rebuilds the image, and a rebuild is not byte-identical; under immutable tags it must push
+    a tag of its own, or the registry refuses the push.
+    """
+    recipe = f"{source_tag(trainer, root)}\n{cache_ref}"
+    return hashlib.sha256(recipe.encode()).hexdigest()[:TAG_LENGTH]
 
 
 @dataclass(frozen=True)
@@ -58,8 +73,10 @@ class TrainerImages(pulumi.ComponentResource):
         self.refs = {trainer: images.prebuilt(trainer) for trainer in args.trainers if images.prebuilt(trainer)}
         to_build = [trainer for trainer in args.trainers if trainer not in self.refs]
         self.repository = self._repository() if to_build else None
+        self.cache = self._cache_repository() if to_build else None
         if self.repository is not None:
             self._grant_read()
+            self._grant_cache_write()
         self.builds = {trainer: self._build(trainer) for trainer in to_build}
         for trainer, build in self.builds.items():
             self.refs[trainer] = pulumi.Output.concat(build.tags[0], "@", build.digest)
@@ -74,7 +91,34 @@ class TrainerImages(pulumi.ComponentResource):
             repository_id=config.images.repository,
             format="DOCKER",
             description=f"trainyard stack {config.stack}: the trainers' images",
+            docker_config=gcp.artifactregistry.RepositoryDockerConfigArgs(immutable_tags=True),
             opts=fixed_name_options(self),
+        )
+
+    def _cache_repository(self) -> gcp.artifactregistry.Repository:
+        """BuildKit's cache: rewritten by every build, so it cannot live under immutable tags; it feeds the next
+        build, so only the deploy account writes it."""
+        config = self._args
+        return gcp.artifactregistry.Repository(
+            "build-cache",
+            project=config.project,
+            location=config.region,
+            repository_id=cache_repository(config.images.repository),
+            format="DOCKER",
+            description=f"trainyard stack {config.stack}: the trainers' build cache (deploy account only)",
+            opts=fixed_name_options(self),
+        )
+
+    def _grant_cache_write(self) -> None:
+        config = self._args
+        self.cache_writer = gcp.artifactregistry.RepositoryIamMember(
+            "build-cache-writer-deploy",
+            project=config.project,
+            location=config.region,
+            repository=self.cache.repository_id,
+            role=REGISTRY_WRITER_ROLE,
+            member=deploy_member(config.project),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _grant_read(self) -> None:
@@ -94,13 +138,14 @@ class TrainerImages(pulumi.ComponentResource):
     def _build(self, trainer: str) -> docker_build.Image:
         config = self._args
         repository = repository_path(config.region, config.project, config.images.repository)
-        cache = f"{repository}/{trainer}:{CACHE_TAG}"
+        cache_path = repository_path(config.region, config.project, cache_repository(config.images.repository))
+        cache = f"{cache_path}/{trainer}:{CACHE_TAG}"
         return docker_build.Image(
             f"image-{trainer}",
             context=docker_build.BuildContextArgs(location="."),
             dockerfile=docker_build.DockerfileArgs(location=dockerfile(trainer)),
             platforms=[docker_build.Platform.LINUX_AMD64],
-            tags=[f"{repository}/{trainer}:{source_tag(trainer)}"],
+            tags=[f"{repository}/{trainer}:{build_tag(trainer, cache)}"],
             push=True,
             # A preview of a multi-gigabyte CUDA image would take longer than the review it serves.
             build_on_preview=False,
@@ -112,5 +157,5 @@ class TrainerImages(pulumi.ComponentResource):
                     )
                 )
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.repository]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.repository, self.cache, self.cache_writer]),
         )

@@ -41,6 +41,24 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         None,
     ),
     (
+        "the deploy account writes the build cache, a node account reads the images",
+        add(
+            iam(
+                "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+                repository="trainyard-cache",
+                role="roles/artifactregistry.writer",
+                member="serviceAccount:trainyard-deploy@trainyard-dev.iam.gserviceaccount.com",
+            ),
+            iam(
+                "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+                repository="trainyard",
+                role="roles/artifactregistry.reader",
+                member="serviceAccount:trainyard-dev-tpu@trainyard-dev.iam.gserviceaccount.com",
+            ),
+        ),
+        None,
+    ),
+    (
         "object user to one workload identity, Workload Identity User to one CI subject",
         add(
             iam(

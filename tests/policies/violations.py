@@ -28,6 +28,7 @@ from tests.policies.violations_hardening import (
     HOST_AND_PORT_CASES,
     IDENTITY_CASES,
     POD_SECURITY_CASES,
+    REGISTRY_CASES,
     SECRET_CASES,
 )
 
@@ -423,6 +424,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     *POD_SECURITY_CASES,
     *HOST_AND_PORT_CASES,
     *IDENTITY_CASES,
+    *REGISTRY_CASES,
     *ADDRESS_CASES,
     *SECRET_CASES,
 ]

@@ -209,6 +209,46 @@ IDENTITY_CASES: list[Case] = [
     ),
 ]
 
+REGISTRY_WRITER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+REGISTRY_CASES: list[Case] = [
+    (
+        "a node account may write the build cache",
+        add(
+            iam(
+                REGISTRY_WRITER,
+                repository="trainyard-cache",
+                role="roles/artifactregistry.writer",
+                member="serviceAccount:trainyard-dev-tpu@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        {"registry-writes-only-by-the-deploy-account"},
+    ),
+    (
+        "the workloads' identity may push to the project's repositories",
+        add(
+            iam(
+                "gcp:projects/iAMMember:IAMMember",
+                role="roles/artifactregistry.createOnPushWriter",
+                member="principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/"
+                "trainyard-dev.svc.id.goog/subject/ns/trainyard/sa/trainyard-runner",
+            )
+        ),
+        {"registry-writes-only-by-the-deploy-account"},
+    ),
+    (
+        "an account named like the deploy account writes the images",
+        add(
+            iam(
+                REGISTRY_WRITER,
+                repository="trainyard",
+                role="roles/artifactregistry.writer",
+                member="serviceAccount:trainyard-deploy-ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        {"registry-writes-only-by-the-deploy-account"},
+    ),
+]
+
 ADDRESS_CASES: list[Case] = [
     (
         "firewall rule with no source",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from components.facts.images import IMAGE_BUILD_TYPE, REPOSITORY_TYPE, TRAINERS, pin_problem
-from components.infra.images import source_tag
+from components.infra.images import build_tag, source_tag
 from components.infra.source_tree import deployed_files, local_only_paths, trainer_paths
 from tests.helpers.plans import PROJECT_DIR, everything_on, manifest, one
 from tests.helpers.trainer_repo import commit, commit_tiny_trainers
 
 REGISTRY = "us-east5-docker.pkg.dev/trainyard-dev/trainyard"
+CACHE = "us-east5-docker.pkg.dev/trainyard-dev/trainyard-cache"
+REPOSITORY_GRANT = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+DEPLOY = "serviceAccount:trainyard-deploy@trainyard-dev.iam.gserviceaccount.com"
 DIGEST_REF = f"example.com/team/fsdp:1.0@sha256:{'a' * 64}"
 
 
@@ -30,14 +33,39 @@ def test_the_dev_plan_builds_each_trainer_into_the_stacks_registry(dev_plan):
     repository = one(dev_plan, REPOSITORY_TYPE, "registry")
     expected = {"project": "trainyard-dev", "location": "us-east5", "repositoryId": "trainyard", "format": "DOCKER"}
     assert {key: repository[key] for key in expected} == expected
+    assert repository["dockerConfig"] == {"immutableTags": True}
     for trainer in TRAINERS:
         image = builds(dev_plan)[f"image-{trainer}"]
+        cache = f"{CACHE}/{trainer}:buildcache"
         assert image["context"] == {"location": "."}
         assert image["dockerfile"] == {"location": f"workloads/{trainer}/Dockerfile"}
-        assert image["tags"] == [f"{REGISTRY}/{trainer}:{source_tag(trainer)}"]
+        assert image["tags"] == [f"{REGISTRY}/{trainer}:{build_tag(trainer, cache)}"]
         assert image["push"] is True and image["buildOnPreview"] is False
-        assert image["cacheFrom"] == [{"registry": {"ref": f"{REGISTRY}/{trainer}:buildcache"}}]
-        assert image["cacheTo"][0]["registry"]["ref"] == f"{REGISTRY}/{trainer}:buildcache"
+        assert image["cacheFrom"] == [{"registry": {"ref": cache}}]
+        assert image["cacheTo"][0]["registry"]["ref"] == cache
+
+
+def grants_on(plan, repository_id: str) -> set[tuple[str, str]]:
+    return {
+        (r.inputs["role"], r.inputs["member"])
+        for r in plan.resources
+        if r.type == REPOSITORY_GRANT and r.inputs["repository"] == repository_id
+    }
+
+
+def test_only_the_deploy_account_writes_the_build_cache_and_nodes_read_the_images(dev_plan):
+    cache = one(dev_plan, REPOSITORY_TYPE, "build-cache")
+    assert (cache["repositoryId"], cache["format"], cache.get("dockerConfig")) == ("trainyard-cache", "DOCKER", None)
+    assert grants_on(dev_plan, "trainyard-cache") == {("roles/artifactregistry.writer", DEPLOY)}
+    image_grants = grants_on(dev_plan, "trainyard")
+    assert image_grants and {role for role, _ in image_grants} == {"roles/artifactregistry.reader"}
+    assert all(member.startswith("serviceAccount:") and member != DEPLOY for _, member in image_grants)
+
+
+def test_a_tag_follows_the_build_settings_so_a_rebuild_never_moves_one():
+    cache = f"{CACHE}/fsdp:buildcache"
+    assert build_tag("fsdp", cache) == build_tag("fsdp", cache) != build_tag("fsdp", f"{REGISTRY}/fsdp:buildcache")
+    assert build_tag("fsdp", cache) != build_tag("maxtext", f"{CACHE}/maxtext:buildcache")
 
 
 def test_pods_run_the_built_images_by_digest(dev_plan):
@@ -61,6 +89,8 @@ def test_the_registry_follows_the_project(plan_with):
     plan = plan_with(lambda values: values.update({"gcp:project": "team-ml-prod"}))
     tags = [tag for image in builds(plan).values() for tag in image["tags"]]
     assert len(tags) == 2 and all(tag.startswith("us-east5-docker.pkg.dev/team-ml-prod/trainyard/") for tag in tags)
+    deploy = "serviceAccount:trainyard-deploy@team-ml-prod.iam.gserviceaccount.com"
+    assert grants_on(plan, "trainyard-cache") == {("roles/artifactregistry.writer", deploy)}
 
 
 def test_a_prebuilt_image_is_used_as_named_and_not_built(plan_with):
