@@ -106,6 +106,10 @@ def format_validation_error(error: ValidationError, root: type[BaseModel]) -> li
 
 def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """Rules that span fields or need accelerator facts; each yields the exact key at fault."""
+    too_big = list(_cluster_size_problems(config))
+    if too_big:
+        yield from too_big  # the checks below walk every node pool: a billion slices would never finish
+        return
     yield from _zone_problems(config)
     yield from _version_problems(config)
     yield from _control_plane_problems(config)
@@ -366,6 +370,35 @@ def cloud_rule_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _kueue_release_problems(config)
     yield from _bucket_problems(config)
     yield from _reservation_name_problems(config)
+
+
+def _cluster_size_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    limit = cloud_rules.NODES_PER_CLUSTER.limit
+    try:
+        needed = max_nodes(config)
+    except topology.TopologyError:
+        return  # reported against the slice that cannot be formed
+    if needed > limit:
+        path, value, _ = max(_node_sources(config), key=lambda source: source[2])
+        yield ConfigProblem(
+            path,
+            value,
+            f"makes a cluster of {needed:,} nodes, over GKE's limit of {limit:,} "
+            f"(allowed: {cloud_rules.NODES_PER_CLUSTER.allowed})",
+        )
+
+
+def _node_sources(config: StackConfig) -> Iterator[tuple[str, int, int]]:
+    """(key, its value, the nodes it brings) for every key that adds nodes to the cluster."""
+    yield (
+        "trainyard:cluster.systemPool.maxNodes",
+        config.cluster.system_pool.max_nodes,
+        config.cluster.system_pool.max_nodes,
+    )
+    for index, group in enumerate(config.tpu_slices):
+        yield f"trainyard:tpuSlices[{index}].count", group.count, group.count * group.slice.vms
+    for index, pool in enumerate(config.gpu_pools):
+        yield f"trainyard:gpuPools[{index}].maxNodes", pool.max_nodes, pool.max_nodes
 
 
 def _node_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -56,6 +56,12 @@ NODES_PER_POOL_ZONE = CloudRule(
     allowed="at most 1,000 nodes per node pool in a zone",
     source="https://cloud.google.com/kubernetes-engine/quotas (Limits per cluster: Nodes per node pool zone)",
 )
+NODES_PER_CLUSTER = CloudRule(
+    id="nodes-per-cluster",
+    limit=15_000,
+    allowed="at most 15,000 nodes in a GKE Standard cluster, every pool at its maximum together",
+    source="https://cloud.google.com/kubernetes-engine/quotas (Limits per cluster: Nodes per cluster)",
+)
 MULTISLICE_MULTI_HOST = CloudRule(
     id="multislice-multi-host",
     limit=2,  # VMs per slice
@@ -134,6 +140,7 @@ RULES: tuple[CloudRule, ...] = (
     CIDR_NEEDS_PREFIX,
     PROHIBITED_SUBNET_RANGES,
     NODES_PER_POOL_ZONE,
+    NODES_PER_CLUSTER,
     MULTISLICE_MULTI_HOST,
     FLEX_START_MAX_RUN_SECONDS,
     AUTHORIZED_NETWORKS_MAX,

@@ -3,6 +3,7 @@ what is allowed; a config next to it that keeps it loads; and docs/cloud-facts.m
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,7 @@ def _reservation(name):
 
 
 BIG_POD_RANGE = _set("trainyard:network", "podRange", "10.128.0.0/10")  # room for 16,384 nodes, overlapping nothing
+BIG_RANGES = _edits(BIG_POD_RANGE, _set("trainyard:network", "nodeRange", "10.0.0.0/18"))  # and 16,380 node addresses
 
 # (rule id, edit that breaks it, key in the message, value as shown, words of the message)
 FIRES = [
@@ -131,6 +133,20 @@ FIRES = [
         "trainyard:cluster.systemPool.maxNodes",
         "1500",
         "is over GKE's limit of 1,000 nodes per pool",
+    ),
+    (
+        "nodes-per-cluster",
+        _edits(BIG_RANGES, _set("trainyard:tpuSlices", 0, "count", 3747)),
+        "trainyard:tpuSlices[0].count",
+        "3747",
+        "makes a cluster of 15,003 nodes, over GKE's limit of 15,000 (allowed: at most 15,000 nodes in a GKE Standard",
+    ),
+    (
+        "nodes-per-cluster",
+        _set("trainyard:tpuSlices", 0, "count", 10**9),
+        "trainyard:tpuSlices[0].count",
+        "1000000000",
+        "makes a cluster of 4,000,000,015 nodes, over GKE's limit of 15,000",
     ),
     (
         "multislice-multi-host",
@@ -240,6 +256,7 @@ PASSES = [
     ("prohibited-subnet-ranges", _set("trainyard:network", "serviceRange", "100.64.0.0/19")),
     ("prohibited-subnet-ranges", _set("trainyard:network", "gvnicRange", "240.0.0.0/24")),
     ("nodes-per-pool-zone", _edits(BIG_POD_RANGE, _set("trainyard:gpuPools", 0, "maxNodes", 1000))),
+    ("nodes-per-cluster", _edits(BIG_RANGES, _set("trainyard:tpuSlices", 0, "count", 3746))),
     ("multislice-multi-host", _set("trainyard:tpuSlices", 0, "topology", "4x4")),
     ("flex-start-max-run", _set("trainyard:jobs", "fsdp", 0, "maxRunDurationSeconds", 604800)),
     ("authorized-networks-max", _public_endpoint(100)),
@@ -269,6 +286,15 @@ def test_a_config_that_keeps_the_rule_loads(rule, edit):
     values = dev_config_values()
     edit(values)
     load(values)
+
+
+def test_a_billion_slices_are_refused_at_once_not_enumerated():
+    values = dev_config_values()
+    _set("trainyard:tpuSlices", 0, "count", 10**30)(values)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"^trainyard:tpuSlices\[0\]\.count: 10{30} makes a cluster of "):
+        load(values)
+    assert time.perf_counter() - start < 1.0
 
 
 def test_every_rule_has_a_case_that_fires_and_one_that_passes():
