@@ -130,6 +130,11 @@ def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
             )
         full_key = key if ":" in key else f"{name}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
+            if not isinstance(value["secure"], str) or not value["secure"]:
+                raise StackFileError(
+                    f"Pulumi.{stack}.yaml: {full_key}: secure: {json.dumps(value['secure'], default=repr)} is not "
+                    "ciphertext the Pulumi CLI can decrypt (allowed: what `pulumi config set --secret` writes)"
+                )
             # Encrypted values cannot be read offline; the program sees a placeholder.
             config[full_key] = SECRET_PLACEHOLDER
             secret_keys.append(full_key)

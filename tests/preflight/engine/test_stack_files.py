@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -88,3 +89,14 @@ def test_values_nested_past_what_the_parser_can_follow_are_refused_in_one_line(p
 def test_a_config_key_that_is_not_a_name_is_refused_naming_it(project, key, shown):
     with pytest.raises(StackFileError, match=f"^Pulumi.s.yaml: config key {shown} is not a name "):
         read(project, f"config:\n  trainyard:a: x\n  {key}: 2\n")
+
+
+@pytest.mark.parametrize(("secure", "shown"), [("123", "123"), ('""', '""'), ("[a]", '["a"]'), ("~", "null")])
+def test_a_secure_value_that_is_not_ciphertext_is_refused_naming_the_key(project, secure, shown):
+    with pytest.raises(StackFileError, match=f"^Pulumi.s.yaml: huggingface:token: secure: {re.escape(shown)} is not "):
+        read(project, f"config:\n  huggingface:token:\n    secure: {secure}\n")
+
+
+def test_a_secure_value_reads_as_a_secret(project):
+    (project / "Pulumi.s.yaml").write_text("config:\n  huggingface:token:\n    secure: v1:abc:def\n")
+    assert read_stack_files(project, "s").secret_keys == ["huggingface:token"]
