@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, AllowInfNan, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -68,7 +68,7 @@ def _pinned(reference: str) -> str:
 
 Int = Annotated[int, BeforeValidator(_not_a_boolean)]
 PinnedImage = Annotated[str, AfterValidator(_pinned)]
-Float = Annotated[float, BeforeValidator(_not_a_boolean)]
+Float = Annotated[float, BeforeValidator(_not_a_boolean), AllowInfNan(False)]  # .inf is YAML for infinity
 
 
 class ConfigModel(BaseModel):

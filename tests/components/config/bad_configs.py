@@ -27,6 +27,12 @@ def _delete(key):
 BAD_CONFIGS = [
     # (edit, key path in the message, value in the message, words of the rule)
     (
+        _set("trainyard:jobs", "maxtext", 0, "perDeviceBatchSize", float("inf")),  # YAML's .inf
+        "trainyard:jobs.maxtext[0].perDeviceBatchSize",
+        "Infinity",
+        "is not allowed (input should be a finite number)",
+    ),
+    (
         _set("trainyard:jobs", "maxtext", 0, "modelName", "llama3-9b"),
         "trainyard:jobs.maxtext[0].modelName",
         '"llama3-9b"',
