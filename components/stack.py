@@ -65,6 +65,7 @@ class TrainyardStack(pulumi.ComponentResource):
                 adopt=storage.adopt,
                 namespace=storage.namespace,
                 service_account=storage.service_account,
+                soft_delete_days=storage.soft_delete_days,
             ),
             child,
         )

@@ -221,6 +221,11 @@ class StorageConfig(ConfigModel):
     adopt: bool = False
     """The bucket exists already (kept by an earlier `pulumi destroy`, or made by hand): import it instead of
     creating it."""
+    # GCS keeps a soft-deleted object between 7 and 90 days (docs/cloud-facts.md: soft delete); 0, off, is not
+    # offered: it would let a compromised job destroy every checkpoint for good.
+    soft_delete_days: int = Field(7, ge=7, le=90)
+    """Days a deleted or overwritten object (a checkpoint) stays restorable, 7 to 90: what a compromised or buggy
+    job destroys can be restored within them."""
 
 
 class ImagesConfig(ConfigModel):

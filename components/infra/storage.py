@@ -1,4 +1,9 @@
-"""The datasets-and-checkpoints bucket, and its grant to the workloads' Kubernetes service account."""
+"""The datasets-and-checkpoints bucket, and its grant to the workloads' Kubernetes service account.
+
+One grant serves every job, so a job can delete or overwrite another's checkpoints; the bucket's soft-delete policy,
+set here rather than left to GCS's default, keeps every deleted or overwritten object restorable for
+`storage.softDeleteDays` (docs/security.md: checkpoints against a compromised job).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 OBJECT_USER_ROLE = "roles/storage.objectUser"
+SECONDS_PER_DAY = 86_400
 
 
 def workload_identity_principal(project_number: str, project: str, namespace: str, service_account: str) -> str:
@@ -27,6 +33,7 @@ class StorageArgs:
     adopt: bool  # import a bucket a destroyed stack kept
     namespace: str  # the workloads' Kubernetes namespace and service account, granted the bucket
     service_account: str
+    soft_delete_days: int  # deleted and overwritten objects stay restorable this long
 
 
 class Storage(pulumi.ComponentResource):
@@ -43,6 +50,9 @@ class Storage(pulumi.ComponentResource):
             public_access_prevention="enforced",
             hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
             force_destroy=args.delete_with_stack,
+            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
+                retention_duration_seconds=args.soft_delete_days * SECONDS_PER_DAY
+            ),
             # Checkpoints and datasets outlive `pulumi destroy` unless the config says otherwise; a later stack
             # on the same name adopts the kept bucket (a create would fail: the name is taken).
             opts=pulumi.ResourceOptions(

@@ -6,9 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from components.config.load import ConfigError, load_stack_config
 from components.facts import gke
 from components.infra.cluster import kubeconfig
-from tests.helpers.plans import one
+from tests.helpers.plans import as_engine_config, dev_config_values, one
 
 STACK_ROOT = "urn:pulumi:dev::trainyard::pulumi:pulumi:Stack::trainyard-dev"
 
@@ -106,6 +109,24 @@ def test_bucket_is_locked_down_and_outlives_destroy(dev_plan):
     assert bucket["publicAccessPrevention"] == "enforced"
     assert bucket["hierarchicalNamespace"] == {"enabled": True}
     assert bucket["forceDestroy"] is False
+
+
+def test_deleted_checkpoints_stay_restorable_for_the_configured_days(dev_plan, plan_with):
+    bucket = one(dev_plan, "gcp:storage/bucket:Bucket", "trainyard-dev-data")
+    assert bucket["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 86_400}
+    plan = plan_with(lambda values: values["trainyard:storage"].update({"softDeleteDays": 30}))
+    bucket = one(plan, "gcp:storage/bucket:Bucket", "trainyard-dev-data")
+    assert bucket["softDeletePolicy"] == {"retentionDurationSeconds": 30 * 86_400}
+
+
+@pytest.mark.parametrize(("days", "shown"), [(0, "0 is out of range"), (6, "6 is out of range"), (91, "91 is out")])
+def test_soft_delete_cannot_be_switched_off_or_set_outside_what_gcs_takes(days, shown):
+    values = dev_config_values()
+    values["trainyard:storage"]["softDeleteDays"] = days
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(as_engine_config(values), "dev")
+    assert f"trainyard:storage.softDeleteDays: {shown}" in str(error.value)
+    assert "(allowed: 7 to 90)" in str(error.value)
 
 
 def test_workload_identity_principal_gets_object_user(dev_plan):

@@ -72,7 +72,11 @@ def test_each_node_role_has_its_own_least_privilege_service_account(dev_plan):
         )
         for role in ("system", "tpu", "gpu")
     )
-    readers = [r.inputs for r in dev_plan.resources if r.type.endswith(":RepositoryIamMember")]
+    node_members = {
+        f"serviceAccount:{inputs['accountId']}@trainyard-dev.iam.gserviceaccount.com" for inputs in accounts.values()
+    }
+    registry_grants = [r.inputs for r in dev_plan.resources if r.type.endswith(":RepositoryIamMember")]
+    readers = [g for g in registry_grants if g["member"] in node_members]
     assert {(g["repository"], g["role"]) for g in readers} == {("trainyard", "roles/artifactregistry.reader")}
     assert len(readers) == 3
     pools = {
