@@ -402,20 +402,41 @@ def _node_sources(config: StackConfig) -> Iterator[tuple[str, int, int]]:
 
 
 def _node_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    node_range, reserved = config.network.node_range, cloud_rules.SUBNET_RESERVED_ADDRESSES.limit
-    usable = max(0, node_range.num_addresses - reserved)
+    """Every subnet holds one address per node attached to it, plus the 4 GCP keeps: the node range every node, the
+    DCN subnets every TPU VM of a multislice stack, the gVNIC and each RDMA subnet every GPU node."""
+    reserved = cloud_rules.SUBNET_RESERVED_ADDRESSES.limit
     try:
-        needed = max_nodes(config)
+        subnets = _subnet_loads(config)
     except topology.TopologyError:
         return  # already reported against the slice that cannot be formed
-    if needed > usable:
-        prefix = max(0, 32 - (needed + reserved - 1).bit_length())
-        yield ConfigProblem(
-            "trainyard:network.nodeRange",
-            str(node_range),
-            f"holds {usable} nodes (GCP keeps {reserved} addresses of every subnet) but the pools can reach "
-            f"{needed} (allowed: /{prefix} or larger)",
-        )
+    for path, cidr, needed, what in subnets:
+        usable = max(0, cidr.num_addresses - reserved)
+        if needed > usable:
+            prefix = max(0, 32 - (needed + reserved - 1).bit_length())
+            yield ConfigProblem(
+                path,
+                str(cidr),
+                f"holds {usable} nodes (GCP keeps {reserved} addresses of every subnet) but {what} can reach "
+                f"{needed} (allowed: /{prefix} or larger)",
+            )
+
+
+def _subnet_loads(config: StackConfig) -> list[tuple[str, IPv4Network, int, str]]:
+    """(key, range, nodes attached to that subnet at most, which nodes) for each subnet the stack creates."""
+    net = config.network
+    loads = [("trainyard:network.nodeRange", net.node_range, max_nodes(config), "the pools")]
+    if config.multislice:  # every TPU pool attaches to both DCN networks
+        tpu_vms = sum(group.count * group.slice.vms for group in config.tpu_slices)
+        loads += [
+            (f"trainyard:network.dcnRanges[{i}]", r, tpu_vms, "the TPU VMs") for i, r in enumerate(net.dcn_ranges)
+        ]
+    if config.gpu_pools:  # every GPU node has a gVNIC NIC and one NIC on each RDMA subnet
+        gpu_nodes = sum(pool.max_nodes for pool in config.gpu_pools)
+        loads.append(("trainyard:network.gvnicRange", net.gvnic_range, gpu_nodes, "the GPU nodes"))
+        loads += [
+            (f"trainyard:network.rdmaRanges[{i}]", r, gpu_nodes, "the GPU nodes") for i, r in enumerate(net.rdma_ranges)
+        ]
+    return loads
 
 
 def _prohibited_range_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -58,6 +58,10 @@ def _reservation(name):
 
 
 BIG_POD_RANGE = _set("trainyard:network", "podRange", "10.128.0.0/10")  # room for 16,384 nodes, overlapping nothing
+BIG_GPU_SUBNETS = _edits(  # a gVNIC and 8 RDMA subnets of 1,020 nodes each
+    _set("trainyard:network", "gvnicRange", "172.16.0.0/22"),
+    _set("trainyard:network", "rdmaRanges", [f"172.16.{4 * (i + 1)}.0/22" for i in range(8)]),
+)
 BIG_RANGES = _edits(BIG_POD_RANGE, _set("trainyard:network", "nodeRange", "10.0.0.0/18"))  # and 16,380 node addresses
 
 # (rule id, edit that breaks it, key in the message, value as shown, words of the message)
@@ -68,6 +72,29 @@ FIRES = [
         "trainyard:network.nodeRange",
         '"10.0.0.0/28"',
         "holds 12 nodes (GCP keeps 4 addresses of every subnet) but the pools can reach 23 (allowed: /27 or larger)",
+    ),
+    (
+        "subnet-reserved-addresses",
+        _set("trainyard:network", "dcnRanges", ["10.50.0.0/29", "10.60.0.0/16"]),
+        "trainyard:network.dcnRanges[0]",
+        '"10.50.0.0/29"',
+        "holds 4 nodes (GCP keeps 4 addresses of every subnet) but the TPU VMs can reach 8 (allowed: /28 or larger)",
+    ),
+    (
+        "subnet-reserved-addresses",
+        _edits(
+            _set("trainyard:network", "gvnicRange", "192.168.0.0/28"), _set("trainyard:gpuPools", 0, "maxNodes", 13)
+        ),
+        "trainyard:network.gvnicRange",
+        '"192.168.0.0/28"',
+        "holds 12 nodes (GCP keeps 4 addresses of every subnet) but the GPU nodes can reach 13 (allowed: /27 or",
+    ),
+    (
+        "subnet-reserved-addresses",
+        _set("trainyard:network", "rdmaRanges", [f"192.168.{i}.0/29" for i in range(1, 9)]),
+        "trainyard:network.rdmaRanges[7]",
+        '"192.168.8.0/29"',
+        "holds 4 nodes (GCP keeps 4 addresses of every subnet) but the GPU nodes can reach 10 (allowed: /28 or larger)",
     ),
     (
         "pod-range-per-node",
@@ -251,11 +278,13 @@ FIRES = [
 # (rule id, edit next to the breaking one that keeps the rule): each loads without a problem.
 PASSES = [
     ("subnet-reserved-addresses", _set("trainyard:network", "nodeRange", "10.0.0.0/27")),
+    ("subnet-reserved-addresses", _set("trainyard:network", "dcnRanges", ["10.50.0.0/28", "10.60.0.0/28"])),
+    ("subnet-reserved-addresses", _set("trainyard:network", "gvnicRange", "192.168.0.0/28")),
     ("pod-range-per-node", _set("trainyard:network", "podRange", "10.64.0.0/19")),
     ("cidr-needs-prefix", _set("trainyard:network", "nodeRange", "10.0.0.0/20")),
     ("prohibited-subnet-ranges", _set("trainyard:network", "serviceRange", "100.64.0.0/19")),
     ("prohibited-subnet-ranges", _set("trainyard:network", "gvnicRange", "240.0.0.0/24")),
-    ("nodes-per-pool-zone", _edits(BIG_POD_RANGE, _set("trainyard:gpuPools", 0, "maxNodes", 1000))),
+    ("nodes-per-pool-zone", _edits(BIG_POD_RANGE, BIG_GPU_SUBNETS, _set("trainyard:gpuPools", 0, "maxNodes", 1000))),
     ("nodes-per-cluster", _edits(BIG_RANGES, _set("trainyard:tpuSlices", 0, "count", 3746))),
     ("multislice-multi-host", _set("trainyard:tpuSlices", 0, "topology", "4x4")),
     ("flex-start-max-run", _set("trainyard:jobs", "fsdp", 0, "maxRunDurationSeconds", 604800)),
