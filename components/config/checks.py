@@ -308,6 +308,12 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 namespace,
                 f"belongs to Kubernetes or GKE (allowed: {cloud_rules.MANAGED_NAMESPACES.allowed})",
             )
+    if config.storage.service_account == cloud_rules.DEFAULT_SERVICE_ACCOUNT.limit:
+        yield ConfigProblem(
+            "trainyard:storage.serviceAccount",
+            config.storage.service_account,
+            f"is the one Kubernetes creates (allowed: {cloud_rules.DEFAULT_SERVICE_ACCOUNT.allowed})",
+        )
     if workloads == kueue:
         yield ConfigProblem(
             "trainyard:storage.namespace",

@@ -102,6 +102,13 @@ MANAGED_NAMESPACES = CloudRule(
     source="https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces, "
     "https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed",
 )
+DEFAULT_SERVICE_ACCOUNT = CloudRule(
+    id="default-service-account",
+    limit="default",
+    allowed="a service account of the stack's own: Kubernetes makes one named default in every namespace, so "
+    "creating default again fails (AlreadyExists)",
+    source="https://kubernetes.io/docs/concepts/security/service-accounts/#default-service-accounts",
+)
 BUCKET_MULTI_REGIONS = {"US": "us-", "EU": "europe-", "ASIA": "asia-"}
 BUCKET_DUAL_REGIONS = {
     "ASIA1": ("asia-northeast1", "asia-northeast2"),
@@ -146,6 +153,7 @@ RULES: tuple[CloudRule, ...] = (
     AUTHORIZED_NETWORKS_MAX,
     KUEUE_V1BETA2_RELEASE,
     MANAGED_NAMESPACES,
+    DEFAULT_SERVICE_ACCOUNT,
     BUCKET_LOCATION_HOLDS_REGION,
     BUCKET_WITHOUT_DOTS,
     RESERVATION_NAME,

@@ -232,6 +232,13 @@ FIRES = [
         "belongs to Kubernetes or GKE",
     ),
     (
+        "default-service-account",
+        _set("trainyard:storage", "serviceAccount", "default"),
+        "trainyard:storage.serviceAccount",
+        '"default"',
+        "is the one Kubernetes creates (allowed: a service account of the stack's own: Kubernetes makes one named",
+    ),
+    (
         "bucket-location-holds-region",
         _set("trainyard:storage", "location", "EU"),
         "trainyard:storage.location",
@@ -292,6 +299,7 @@ PASSES = [
     ("authorized-networks-max", _public_endpoint(50, private_nodes=False)),
     ("kueue-v1beta2-release", _set("trainyard:kueue", "version", "v0.15.0")),
     ("managed-namespaces", _set("trainyard:storage", "namespace", "training")),
+    ("default-service-account", _set("trainyard:storage", "serviceAccount", "default-runner")),
     ("bucket-location-holds-region", _set("trainyard:storage", "location", "US")),
     ("bucket-location-holds-region", _set("trainyard:storage", "location", "us-east5")),
     ("bucket-without-dots", _set("trainyard:storage", "bucket", "data-trainyard-example-com")),
