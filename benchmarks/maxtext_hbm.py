@@ -33,6 +33,7 @@ from preflight.forecast.maxtext_jobs import fit_check_argv
 from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
 
 GIB = 2**30
+USABLE = USABLE_HBM_BYTES_PER_CHIP["v6e"]
 TEMPORARIES = re.compile(r"HLO temporaries \(([\d.]+)G\)")
 # The llama3-70b dev job with 8 layers, compiled on 2026-11-26 (libtpu's memory analysis): arguments 3.356 GB,
 # temporaries 9.453 GB, generated code 0.266 GB; output aliased to the donated arguments.
@@ -78,10 +79,12 @@ def dev_rows() -> list[Row]:
     for job in config.jobs.maxtext:
         argv = fit_check_argv(config, job)
         compiled, temporaries_only = compiled_bytes(cached_verdict(REPO_ROOT / CACHE_DIR, cache_key(argv, REPO_ROOT)))
-        rows.append(Row(f"{job.name} (dev)", estimate_for_fit_argv(argv), compiled, temporaries_only))
+        rows.append(Row(f"{job.name} (dev)", estimate_for_fit_argv(argv, USABLE), compiled, temporaries_only))
         if job.model_name == "llama3-70b":
             cut = [*argv, "override_model_config=true", "base_num_decoder_layers=8"]
-            rows.append(Row(f"{job.name} (dev), 8 layers", estimate_for_fit_argv(cut), SEVENTY_B_8_LAYERS_BYTES))
+            rows.append(
+                Row(f"{job.name} (dev), 8 layers", estimate_for_fit_argv(cut, USABLE), SEVENTY_B_8_LAYERS_BYTES)
+            )
     return rows
 
 
@@ -91,20 +94,19 @@ def recipe_rows() -> list[Row]:
     for anchor in ANCHORS:
         argv = anchor.fit_argv()
         compiled, temporaries_only = compiled_bytes(cached_verdict(REPO_ROOT / CACHE_DIR, cache_key(argv, REPO_ROOT)))
-        rows.append(Row(anchor.name, estimate_for_fit_argv(argv), compiled, temporaries_only))
+        rows.append(Row(anchor.name, estimate_for_fit_argv(argv, USABLE), compiled, temporaries_only))
     return rows
 
 
 def main() -> None:
-    usable = USABLE_HBM_BYTES_PER_CHIP["v6e"]
-    print(f"v6e usable HBM per chip: {usable / GIB:.2f} GiB")
+    print(f"v6e usable HBM per chip: {USABLE / GIB:.2f} GiB")
     print("| job | role | estimate GiB/chip | compiled GiB/chip | estimate / compiled |")
     print("| --- | --- | ---: | ---: | --- |")
     rows = [*dev_rows(), *recipe_rows()]
     for row in rows:
         print(row.line())
     for row in rows:
-        print(f"  {row.job}: {row.estimate.parts()}")
+        print(f"  {row.job}: {row.estimate.parts()}; needs at least {row.estimate.need / GIB:.1f}")
     missing = [row.job for row in rows if row.compiled is None]
     if missing:
         print(

@@ -6,9 +6,10 @@ prints the estimate beside the compiler's figure for every job it has one for):
   mesh axis but data (MaxText's logical rules put each weight's embed dimension on fsdp and its heads or mlp
   dimension on tensor); the program's arguments.
 - gradients: one more copy of the parameters in weight_dtype, as sharded.
-- gathered weights: layers' bf16 weights all-gathered over fsdp (still split over tensor). With tensor parallelism
-  the compiled steps measured here hold GATHERED_SHARE of every layer's for the scanned backward; with weights
-  split over fsdp alone, two layers' (the one computing and the one prefetched).
+- gathered weights: layers' bf16 weights all-gathered over fsdp (still split over tensor). The compiled steps
+  measured here hold GATHERED_SHARE of every layer's where that fits the chip (or where nothing would), and fill
+  the HBM left otherwise: the compiler trades prefetching for memory. At least two layers' (the one computing and
+  the one prefetched) are always held: the job's need, which the verdict judges.
 - activations: what the remat policy keeps on device per layer and token (`remat_policy`, and for `custom` each
   tensor set to `device`; `offload`ed ones live in host memory), in bf16. Per chip the tokens are the per-device
   batch times the sequence: tensor parallelism splits each activation's width as much as it multiplies the tokens.
@@ -72,14 +73,21 @@ class NoEstimate(ValueError):
 class HbmEstimate:
     states: float
     gradients: float
-    gathered: float
+    gathered: float  # what the compiled step is expected to hold
     activations: float
     logits: float
     remat_policy: str
+    prefetched: float  # the gathered weights it cannot do without: two layers'
 
     @property
     def total(self) -> float:
+        """What the compiler is expected to report."""
         return self.states + self.gradients + self.gathered + self.activations + self.logits
+
+    @property
+    def need(self) -> float:
+        """The least the step can run in: the compiler may give up prefetching, not the rest."""
+        return self.total - self.gathered + self.prefetched
 
     def parts(self) -> str:
         gib = 2**30
@@ -116,8 +124,11 @@ def saved_tensors(args: Mapping[str, str]) -> tuple[str, ...]:
     return ("decoder_layer_input", *POLICY_SAVES[policy])  # the scan's carry, each layer's input
 
 
-def estimate(maxtext_args: Sequence[str], chips_per_slice: int, slices: int) -> HbmEstimate:
-    """HBM per chip of the job's step; NoEstimate when its model or options are outside the estimate."""
+def estimate(
+    maxtext_args: Sequence[str], chips_per_slice: int, slices: int, usable_bytes: float | None = None
+) -> HbmEstimate:
+    """HBM per chip of the job's step on chips with `usable_bytes` each; NoEstimate when its model or options are
+    outside the estimate."""
     args = {**DEFAULTS, **parse_overrides(maxtext_args)}
     arch = MAXTEXT_ARCHITECTURES.get(args.get("model_name", "default"))
     if arch is None:
@@ -134,19 +145,32 @@ def estimate(maxtext_args: Sequence[str], chips_per_slice: int, slices: int) -> 
     tensor = axis_size(mesh, "tensor")
     tokens = float(args["per_device_batch_size"]) * int(args["max_target_length"])
     widths = tensor_widths(arch)
-    layer_params = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers
+    gathered_layer = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers * ACTIVATION_BYTES / tensor
+    states = arch.params * (weight + 2 * moment) / param_shards
+    gradients = arch.params * weight / param_shards
+    activations = arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES
+    logits = tokens * arch.vocab * LOGIT_BYTES
+    prefetched = PREFETCHED_LAYERS * gathered_layer
     return HbmEstimate(
-        states=arch.params * (weight + 2 * moment) / param_shards,
-        gradients=arch.params * weight / param_shards,
-        gathered=gathered_layers(arch.layers, tensor) * layer_params * ACTIVATION_BYTES / tensor,
-        activations=arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES,
-        logits=tokens * arch.vocab * LOGIT_BYTES,
+        states=states,
+        gradients=gradients,
+        gathered=gathered_held(
+            states + gradients + activations + logits, prefetched, arch.layers * gathered_layer, usable_bytes
+        ),
+        activations=activations,
+        logits=logits,
         remat_policy=args["remat_policy"],
+        prefetched=prefetched,
     )
 
 
-def gathered_layers(layers: int, tensor: int) -> float:
-    return GATHERED_SHARE * layers if tensor > 1 else PREFETCHED_LAYERS
+def gathered_held(rest: float, prefetched: float, every_layer: float, usable_bytes: float | None) -> float:
+    """Gathered weights the compiled step holds: GATHERED_SHARE of every layer's where they fit (or where not even
+    the prefetched ones do: the compiler then reports them all), else what HBM the rest leaves."""
+    held = GATHERED_SHARE * every_layer
+    if usable_bytes is None or rest + held <= usable_bytes or rest + prefetched >= usable_bytes:
+        return held
+    return usable_bytes - rest
 
 
 def axis_size(mesh: MeshShape, axis: str) -> int:
@@ -158,10 +182,10 @@ def data_parallelism(mesh: MeshShape) -> int:
     return math.prod(axis_size(mesh, axis) for axis in ("data",))
 
 
-def estimate_for_fit_argv(fit_argv: Sequence[str]) -> HbmEstimate:
+def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:
     """The estimate for a fit check's arguments (workloads/maxtext/fit_plan.py: slice flags, --, MaxText args)."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
     chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
     fewest = values.get("--min-slices", values["--slices"])  # the fit check compiles an elastic job at its fewest
-    return estimate(maxtext_args, chips_per_slice, int(fewest))
+    return estimate(maxtext_args, chips_per_slice, int(fewest), usable_bytes)

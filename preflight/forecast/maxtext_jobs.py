@@ -110,13 +110,13 @@ def job_forecast(
         target=verdict["target"],
         forecast=forecast(work, tpu.generation, slices * tpu.chips, calibration.efficiency),
         needed_bytes=float(verdict["needed_bytes"]),
-        estimated_bytes=_estimated_bytes(argv),
+        estimated_bytes=_estimated_bytes(argv, USABLE_HBM_BYTES_PER_CHIP.get(tpu.generation.name)),
     )
 
 
-def _estimated_bytes(argv: list[str]) -> float | None:
+def _estimated_bytes(argv: list[str], usable: float | None) -> float | None:
     try:
-        return estimate_for_fit_argv(argv).total
+        return estimate_for_fit_argv(argv, usable).total
     except NoEstimate:
         return None
 
@@ -126,16 +126,18 @@ def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str])
     fit_check = f"`make fit-check STACK={config.stack}` compiles it"
     generation = config.slice_group(job.slices).slice.generation.name
     usable = USABLE_HBM_BYTES_PER_CHIP.get(generation)
-    try:
-        held = estimate_for_fit_argv(argv)
-    except NoEstimate as error:
-        return NoForecast(job.name, f"no fit-check result for this configuration yet ({error}): {fit_check}")
     if usable is None:
         return NoForecast(job.name, f"no usable-HBM figure for {generation}: {fit_check}")
-    figure = f"~{held.total / GIB:.1f} GiB of HBM per chip ({held.parts()}) against {generation}'s {usable / GIB:.1f}"
-    if held.total > usable * (1 + BORDERLINE):
+    try:
+        held = estimate_for_fit_argv(argv, usable)
+    except NoEstimate as error:
+        return NoForecast(job.name, f"no fit-check result for this configuration yet ({error}): {fit_check}")
+    figure = f"~{held.need / GIB:.1f} GiB of HBM per chip at least ({held.parts()}) against {generation}'s " + (
+        f"{usable / GIB:.1f}"
+    )
+    if held.need > usable * (1 + BORDERLINE):
         return NoForecast(job.name, f"{figure} usable, by the instant estimate: {what_to_change(config, job)}", True)
-    if held.total >= usable * (1 - BORDERLINE):
+    if held.need >= usable * (1 - BORDERLINE):
         return NoForecast(job.name, f"{figure} usable: too close to call without compiling; {fit_check}")
     return NoForecast(job.name, f"{figure} usable fits by the instant estimate; no step forecast until {fit_check}")
 

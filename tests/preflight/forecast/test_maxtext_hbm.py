@@ -102,3 +102,19 @@ def test_the_compiled_verdict_once_cached_overrides_the_estimate(fit_check_root)
     assert isinstance(forecast, MaxTextJobForecast)
     assert "HBM per chip: 22.4 GiB compiled (instant estimate" in forecast.lines()[-1]
     assert forecast.to_json()["hbmGibPerChip"] == 22.4
+
+
+def test_the_compiler_holds_every_layers_gathered_weights_only_where_they_fit():
+    """Measured: the 8B v6e-256 recipe holds them all (27.8 GiB compiled); a job they would push over the chip's HBM
+    holds what is left (the compiler gives up prefetching first); the need counts two layers'."""
+    recipe = ["model_name=llama3.1-8b", "per_device_batch_size=4", "max_target_length=8192", "remat_policy=custom"]
+    recipe.append("decoder_layer_input=offload")
+    roomy = estimate(recipe, chips_per_slice=256, slices=1, usable_bytes=USABLE)
+    layer = (LLAMA3_8B.params - 2 * 128256 * 4096) / 32 * 2
+    assert roomy.gathered == pytest.approx(0.91 * 32 * layer) and roomy.total < USABLE
+    assert roomy.total == pytest.approx(27.8 * 2**30, rel=0.15)
+    tight = estimate([*recipe[:1], "per_device_batch_size=2", *recipe[2:]], 8, 1, usable_bytes=USABLE)
+    assert tight.total == pytest.approx(USABLE) and tight.gathered < 0.91 * 32 * layer
+    assert tight.need == pytest.approx(tight.total - tight.gathered + 2 * layer)
+    unbounded = estimate([*recipe[:1], "per_device_batch_size=2", *recipe[2:]], 8, 1)
+    assert unbounded.gathered == pytest.approx(0.91 * 32 * layer)
