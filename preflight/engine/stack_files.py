@@ -21,6 +21,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from components.facts.secrets import looks_like_a_secret, masked, names_a_secret
 from preflight.engine.mocks import SECRET_PLACEHOLDER
 
 # Far above any real stack file (the dev stack's config is a few hundred values), far below what hangs a run.
@@ -112,6 +113,18 @@ def _engine_text(value: Any) -> str:
     return json.dumps(value)
 
 
+def _refuse_a_secret_in_clear(stack: str, key: str, text: str) -> None:
+    """A provider's credential (gcp:credentials, gcp:accessToken) or any other key that names a secret or holds a
+    token, written in clear text: it would sit unencrypted in the stack file, its history and the state."""
+    name = key.partition(":")[2]
+    if text and (names_a_secret(name) or looks_like_a_secret(text)):
+        shown = masked(text)
+        raise StackFileError(
+            f"Pulumi.{stack}.yaml: {key} is set in clear text ({shown}); set it as a secret instead: "
+            f"`pulumi config set --secret {key} ...` (allowed: secrets only as secure values)"
+        )
+
+
 def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
     project = _read_yaml(project_dir / "Pulumi.yaml")
     stack_file = _read_yaml(project_dir / f"Pulumi.{stack}.yaml")
@@ -140,5 +153,7 @@ def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
             secret_keys.append(full_key)
         else:
             config[full_key] = _engine_text(value)
+            if not full_key.startswith(f"{name}:"):  # the project's own keys are typed and checked at config load
+                _refuse_a_secret_in_clear(stack, full_key, config[full_key])
     main = project_dir / str(project.get("main", ".")) / "__main__.py"
     return StackFiles(project=name, main=main, config=config, secret_keys=secret_keys)

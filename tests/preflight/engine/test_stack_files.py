@@ -100,3 +100,26 @@ def test_a_secure_value_that_is_not_ciphertext_is_refused_naming_the_key(project
 def test_a_secure_value_reads_as_a_secret(project):
     (project / "Pulumi.s.yaml").write_text("config:\n  huggingface:token:\n    secure: v1:abc:def\n")
     assert read_stack_files(project, "s").secret_keys == ["huggingface:token"]
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "shown"),
+    [
+        ("huggingface:token: hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "huggingface:token", "hf_…"),
+        ("gcp:accessToken: ya29.a0AfH6SMBxxxxxxxx", "gcp:accessToken", "…"),
+        ('gcp:credentials: \'{"private_key": "x"}\'', "gcp:credentials", "…"),
+        ("wandb:key: ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123", "wandb:key", "ghp_…"),
+    ],
+)
+def test_a_secret_in_clear_text_outside_the_project_namespace_is_refused_masked(project, line, key, shown):
+    with pytest.raises(StackFileError) as refused:
+        read(project, f"config:\n  {line}\n")
+    assert str(refused.value) == (
+        f"Pulumi.s.yaml: {key} is set in clear text ({shown}); set it as a secret instead: "
+        f"`pulumi config set --secret {key} ...` (allowed: secrets only as secure values)"
+    )
+
+
+def test_plain_values_outside_the_project_namespace_and_a_secure_token_pass(project):
+    text = "config:\n  gcp:project: p\n  gcp:region: us-east5\n  huggingface:token:\n    secure: v1:abc\n"
+    assert read(project, text) == {"gcp:project": "p", "gcp:region": "us-east5", "huggingface:token": "[secret]"}
