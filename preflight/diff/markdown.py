@@ -3,21 +3,19 @@ removed, moved and changed (every changed property, old -> new), policy verdicts
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NETWORK_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
 from preflight.diff.replacements import Dependent
+from preflight.diff.values import is_long, line_diff, shown
 from preflight.diff.workloads import all_workloads, pools_on_network, queued_provisioning, workload_name, workloads_on
 from preflight.engine.plan import integral_as_int
 
 
-def _show(value: Any, limit: int = 80) -> str:
-    text = "—" if value is None else json.dumps(integral_as_int(value), sort_keys=True, ensure_ascii=False)
-    text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+def _show(value: Any) -> str:
+    return "`" + shown(value).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _short_type(type_: str) -> str:
@@ -275,6 +273,8 @@ def _moved_section(diff: PlanDiff) -> list[str]:
 
 
 def _changed_section(diff: PlanDiff) -> list[str]:
+    """Every changed property, old -> new, whole: short values in the table, long ones (a script, an argument
+    list) as a line diff below it."""
     if not diff.changed:
         return []
     lines = [f"### Changed ({len(diff.changed)})", ""]
@@ -286,11 +286,16 @@ def _changed_section(diff: PlanDiff) -> list[str]:
             "| property | old | new | effect |",
             "| --- | --- | --- | --- |",
         ]
-        lines += [
-            f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {'forces replacement' if c.replaces else ''} |"
-            for c in change.changes
-        ]
+        long = [c for c in change.changes if is_long(c.old, c.new)]
+        for c in change.changes:
+            effect = "forces replacement" if c.replaces else ""
+            if c in long:
+                lines.append(f"| `{c.path}` | (below) | (below) | {effect} |")
+            else:
+                lines.append(f"| `{c.path}` | {_show(c.old)} | {_show(c.new)} | {effect} |")
         lines.append("")
+        for c in long:
+            lines += [f"`{c.path}`:", "", "```diff", *line_diff(c.old, c.new), "```", ""]
     return lines
 
 
@@ -379,22 +384,45 @@ def mermaid(resources: list[Mapping[str, Any]], diff: PlanDiff | None = None) ->
     return lines
 
 
-def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
-    summary = (
+def structure_changed(diff: PlanDiff) -> bool:
+    """Resources added, removed, moved or replaced: what the diagram is for."""
+    return bool(diff.added or diff.removed or diff.moved or diff.replaced or diff.dependents)
+
+
+def summary(diff: PlanDiff) -> str:
+    dragged = sum(d.replaced for d in diff.dependents)
+    return (
         f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
         f"({len(diff.replaced)} replaced)"
-        + (f", {dragged} replaced with what they use" if (dragged := sum(d.replaced for d in diff.dependents)) else "")
+        + (f", {dragged} replaced with what they use" if dragged else "")
         + (f", {len(diff.moved)} moved by an alias" if diff.moved else "")
     )
+
+
+def warnings(diff: PlanDiff) -> list[str]:
+    """The loud lines, without Markdown's quote marker: what the change does to running work."""
+    return [
+        line.removeprefix("> ") for line in _replacement_warning(diff) if line.startswith("> ") and "[!" not in line
+    ]
+
+
+def render_markdown(diff: PlanDiff, base_label: str, head_label: str = "working tree") -> str:
     lines = [
         f"## trainyard preflight diff — stack `{diff.stack}`",
         "",
-        f"`{base_label}` → `{head_label}`: {summary}",
+        f"`{base_label}` → `{head_label}`: {summary(diff)}",
         "",
     ]
     lines += _replacement_warning(diff)
     lines += _resource_table("Added", diff.added) + _resource_table("Removed", diff.removed) + _moved_section(diff)
     lines += _changed_section(diff)
     lines += _verdict_section(diff) + _cost_section(diff) + _forecast_section(diff)
-    lines += ["<details><summary>Stack diagram</summary>", "", *mermaid(diff.head_resources, diff), "", "</details>"]
-    return "\n".join(lines) + "\n"
+    if structure_changed(diff):
+        lines += [
+            "<details><summary>Stack diagram</summary>",
+            "",
+            *mermaid(diff.head_resources, diff),
+            "",
+            "</details>",
+        ]
+    return "\n".join(lines).rstrip("\n") + "\n"

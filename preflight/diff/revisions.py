@@ -1,23 +1,29 @@
-"""`python -m preflight diff --base REF`: what a change does to a stack, as Markdown for a PR comment.
+"""`python -m preflight diff --base REF`: what a change does to a stack, for a terminal or a PR comment.
 
-Plans REF in a temporary ``git worktree`` and the working tree (each with ``python -m preflight --stack S
---json FILE`` run in its own checkout by the current interpreter), compares the two plans
-(``compare.compare``, pure) and prints them as Markdown (``markdown.render_markdown``).
+Plans REF in a temporary ``git worktree`` and the working tree side by side (each with ``python -m preflight
+--stack S --json FILE`` run in its own checkout by the current interpreter: the two checkouts import different
+code), compares the two plans (``compare.compare``, pure) and prints them as +/~/- lines on a terminal
+(``terminal.py``) or Markdown (``markdown.render_markdown``; always for ``--output``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from preflight.checks import policy_runner
+from preflight.cli_output import progress
 from preflight.diff.compare import compare
 from preflight.diff.markdown import render_markdown
+from preflight.diff.terminal import print_terminal, terminal_lines
 
 
 class DiffError(RuntimeError):
@@ -31,32 +37,132 @@ def _git(*args: str, cwd: Path) -> str:
     return result.stdout.strip()
 
 
-def plan_checkout(checkout: Path, stack: str, out: Path) -> dict[str, Any] | None:
-    """Plan ``stack`` in a checkout with this interpreter; None (with the reason on stderr) if it cannot."""
-    result = subprocess.run(
-        [sys.executable, "-m", "preflight", "--stack", stack, "--json", str(out)],
-        cwd=checkout,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+def _plan_command(stack: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "preflight", "--stack", stack, "--json", str(out)]
+
+
+def _finished(checkout: Path, out: Path, result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
     if not out.exists():
         print(
             f"preflight diff: {checkout} could not be planned (exit {result.returncode}):\n"
-            f"{result.stderr.strip()[-2000:]}",
+            f"{(result.stderr or '').strip()[-2000:]}",
             file=sys.stderr,
         )
         return None
     return json.loads(out.read_text())
 
 
-def plan_revision(root: Path, ref: str, stack: str, workdir: Path) -> dict[str, Any] | None:
-    """Plan ``ref`` in a temporary git worktree (removed afterwards)."""
+def plan_checkout(checkout: Path, stack: str, out: Path) -> dict[str, Any] | None:
+    """Plan ``stack`` in a checkout with this interpreter; None (with the reason on stderr) if it cannot."""
+    result = subprocess.run(
+        _plan_command(stack, out), cwd=checkout, capture_output=True, text=True, check=False, timeout=600
+    )
+    return _finished(checkout, out, result)
+
+
+# The plan alone, in the checkout's own code (all the diff reads; the CLI's checks would double the time). A
+# revision whose code lacks this API falls back to the CLI, whose messages also say why a plan failed.
+PLAN_ONLY = """
+import json, sys
+from pathlib import Path
+from preflight.engine.plan import plan_stack
+Path(sys.argv[2]).write_text(json.dumps(plan_stack(sys.argv[1], Path.cwd()).to_json()))
+"""
+
+
+def _start_plan(checkout: Path, stack: str, out: Path) -> subprocess.Popen[str]:
+    command = [sys.executable, "-c", PLAN_ONLY, stack, str(out)]
+    return subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_plan(checkout: Path, stack: str, out: Path, process: subprocess.Popen[str]) -> dict[str, Any] | None:
+    process.communicate(timeout=600)
+    if process.returncode == 0 and out.exists():
+        return json.loads(out.read_text())
+    return plan_checkout(checkout, stack, out)
+
+
+def runs_this_code(checkout: Path) -> bool:
+    """The checkout is the one this process imports preflight (and the stack's program) from."""
+    return Path(__file__).resolve().parents[2] == checkout.resolve()
+
+
+def _program_packages(checkout: Path) -> set[str]:
+    """The top-level modules a checkout's program may import from it: all but preflight, whose engine plans."""
+    names = {path.name for path in checkout.iterdir() if (path / "__init__.py").exists()}
+    names |= {path.stem for path in checkout.glob("*.py") if path.stem != "__main__"}
+    return names - {"preflight"}
+
+
+@contextmanager
+def _imports_from(checkout: Path) -> Iterator[None]:
+    """While the block runs, the program's modules are imported afresh (from ``checkout``, first on sys.path
+    while the engine runs it); this process's own stay cached and come back afterwards."""
+    packages = _program_packages(checkout) | _program_packages(Path(__file__).resolve().parents[2])
+
+    def ours(name: str) -> bool:
+        return name.split(".", 1)[0] in packages
+
+    saved = {name: module for name, module in sys.modules.items() if ours(name)}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def plan_here(checkout: Path, stack: str) -> dict[str, Any] | None:
+    """Plan the checkout in this process, sharing its imports (Pulumi and its providers' SDKs, the engine): only
+    the plan, which is all the diff reads. Another checkout's program imports its own modules."""
+    from components.config.load import ConfigError
+    from components.config.tokens import TokenError
+    from preflight.engine.plan import plan_stack
+    from preflight.engine.stack_files import StackFileError
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # the plan's own warnings are preflight's to print, not the diff's
+    try:
+        if runs_this_code(checkout):
+            return plan_stack(stack, checkout).to_json()
+        with _imports_from(checkout):
+            return plan_stack(stack, checkout).to_json()
+    except (ConfigError, StackFileError, TokenError) as error:  # one line, as `python -m preflight` says it
+        print(f"preflight diff: {checkout} could not be planned: {error}", file=sys.stderr)
+        return None
+    finally:
+        logging.disable(previous)
+
+
+def _plan_foreign(checkout: Path, stack: str, out: Path) -> dict[str, Any] | None:
+    """Another revision in this process; if its program does not run under this engine (an older API, an
+    error its own CLI would explain), in its own process with its own code."""
+    try:
+        planned = plan_here(checkout, stack)
+    except Exception:  # noqa: BLE001 -- another revision's code may fail in any way; its own CLI says why
+        planned = None
+    return planned if planned is not None else plan_checkout(checkout, stack, out)
+
+
+def plan_revisions(root: Path, ref: str, label: str, stack: str, workdir: Path) -> list[dict[str, Any] | None]:
+    """(base, head): ``ref`` in a temporary git worktree (removed afterwards) and the working tree. When the
+    working tree is this code's checkout, both in this process, one after the other, sharing every import but
+    the program's own; else side by side, one process each. A spinner on stderr when it is a terminal."""
     tree = workdir / "base"
     _git("worktree", "add", "--detach", str(tree), ref, cwd=root)
+    base_json, head_json = workdir / "base.json", workdir / "head.json"
     try:
-        return plan_checkout(tree, stack, workdir / "base.json")
+        if runs_this_code(root):
+            with progress(f"planning stack {stack} in the working tree"):
+                head = plan_here(root, stack)
+            with progress(f"planning stack {stack} at {label}"):
+                return [_plan_foreign(tree, stack, base_json), head]
+        with progress(f"planning stack {stack} at {label} and in the working tree"):
+            base_process = _start_plan(tree, stack, base_json)
+            head = _wait_plan(root, stack, head_json, _start_plan(root, stack, head_json))
+            return [_wait_plan(tree, stack, base_json, base_process), head]
     finally:
         _git("worktree", "remove", "--force", str(tree), cwd=root)
 
@@ -71,6 +177,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--stack", default="dev", help="stack name (default: dev)")
     parser.add_argument("--output", type=Path, help="also write the Markdown to FILE")
     parser.add_argument(
+        "--format",
+        choices=("terminal", "markdown"),
+        help="stdout as +/~/- lines (colour on a terminal) or Markdown for a PR (default: terminal on a terminal)",
+    )
+    parser.add_argument(
         "--pack-config", type=Path, help="policy pack config JSON (default: policies/config.<stack>.json)"
     )
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="the checkout to diff (default: cwd)")
@@ -78,7 +189,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """0: Markdown printed; 2: a revision could not be resolved or the working tree not planned."""
+    """0: the diff printed; 2: a revision could not be resolved or the working tree not planned."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     root = Path(_git("rev-parse", "--show-toplevel", cwd=args.project_dir))
     try:
@@ -90,17 +201,23 @@ def main(argv: list[str] | None = None) -> int:
         ref = args.base or default_base(root)
         label = _git("rev-parse", "--short", ref, cwd=root)
         with tempfile.TemporaryDirectory(prefix="trainyard-diff-") as tmp:
-            base = plan_revision(root, ref, args.stack, Path(tmp))
-            head = plan_checkout(root, args.stack, Path(tmp) / "head.json")
+            base, head = plan_revisions(root, ref, label, args.stack, Path(tmp))
     except (DiffError, policy_runner.PackConfigError) as error:
         print(f"preflight diff: {error}", file=sys.stderr)
         return 2
     if head is None:
         return 2
-    markdown = render_markdown(compare(base or {}, head, config), f"{ref} ({label})" if label != ref else ref)
+    base_label = f"{ref} ({label})" if label != ref else ref
+    with progress("comparing the two plans"):
+        diff = compare(base or {}, head, config)
+    markdown = render_markdown(diff, base_label)
+    unplanned = f"The base `{ref}` could not be planned: every resource shows as added."
     if base is None:
-        markdown += f"\n_The base `{ref}` could not be planned: every resource shows as added._\n"
-    print(markdown)
+        markdown += f"\n_{unplanned}_\n"
+    if (args.format or ("terminal" if sys.stdout.isatty() else "markdown")) == "terminal":
+        print_terminal(terminal_lines(diff, base_label) + ([("!", unplanned)] if base is None else []))
+    else:
+        print(markdown)
     if args.output:
         args.output.write_text(markdown)
     return 0

@@ -151,9 +151,12 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     out = tmp_path / "diff.md"
     assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
     markdown = out.read_text()
-    assert markdown == capsys.readouterr().out.rstrip("\n") + "\n"
+    captured = capsys.readouterr()
+    assert markdown == captured.out.rstrip("\n") + "\n"  # stdout no terminal: Markdown, as the file
+    assert "planning" not in captured.err  # progress only on a terminal
     assert re.search(r"\| `mtu` \| `8896(\.0)?` \| `1500(\.0)?` \|", markdown)
-    assert "accelerator-vpc-mtu" in markdown and "```mermaid" in markdown
+    assert "accelerator-vpc-mtu" in markdown
+    assert "```mermaid" not in markdown  # nothing added, removed or replaced: no diagram
     # An MTU change updates the networks in place, but the running nodes keep theirs: a loud line names them.
     assert "> **Network `trainyard-dev-dcn-1-net`: MTU `8896` → `1500` reaches only new VMs**" in markdown
     assert "REPLACED" not in markdown
@@ -248,3 +251,8 @@ def test_a_workload_leaving_the_stack_says_whether_it_keeps_running():
         base = fx.plan(fx.replace(fx.good_stack(), _with_options(job, **options)))
         markdown = render_markdown(compare.compare(base, gone), "base")
         assert f"> **Job `fsdp-finetune` {said}" in markdown
+
+
+def test_the_working_tree_of_this_code_is_planned_in_process(dev_plan, tmp_path):
+    assert revisions.runs_this_code(PROJECT_DIR) and not revisions.runs_this_code(tmp_path)
+    assert revisions.plan_here(PROJECT_DIR, "dev")["resources"] == dev_plan.to_json()["resources"]
