@@ -176,7 +176,10 @@ def maxtext(values, index=0):
         ),
         (
             lambda v: maxtext(v).update(stepz=5),
-            "trainyard:jobs.maxtext[0].stepz: is not a known key (allowed: name, enabled, updatePolicy, slices, modelName, steps",
+            (
+                "trainyard:jobs.maxtext[0].stepz: is not a known key "
+                "(allowed: name, enabled, updatePolicy, slices, modelName, steps"
+            ),
         ),
         (
             lambda v: v["trainyard:kueue"].update(version="0.19.2"),
