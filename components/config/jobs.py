@@ -72,6 +72,19 @@ def gated_repositories(said: Sequence[str] | None, repositories: Sequence[str]) 
     return [repository for repository in repositories if known_gated(repository)]
 
 
+class ReadsTheHub:
+    """A job that downloads from the Hugging Face Hub (its `gated` and `hub_repositories`): which of its
+    repositories need a token."""
+
+    @property
+    def gated_repositories(self) -> list[str]:
+        return gated_repositories(self.gated, self.hub_repositories)
+
+    @property
+    def needs_token(self) -> bool:
+        return bool(self.gated_repositories)
+
+
 # MaxText arguments that name a Hugging Face repository it downloads (maxtext/configs/base.yml).
 MAXTEXT_HUB_ARGUMENTS = ("hf_path", "tokenizer_path")
 
@@ -155,7 +168,7 @@ class RayClusterConfig(ConfigModel):
 UpdatePolicy = Literal["replace", "keep"]
 
 
-class MaxTextJobConfig(ConfigModel):
+class MaxTextJobConfig(ReadsTheHub, ConfigModel):
     """One MaxText pre-training RayJob on a group of TPU slices."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -217,14 +230,6 @@ class MaxTextJobConfig(ConfigModel):
         return [self.extra_args[key] for key in MAXTEXT_HUB_ARGUMENTS if self.extra_args.get(key)]
 
     @property
-    def gated_repositories(self) -> list[str]:
-        return gated_repositories(self.gated, self.hub_repositories)
-
-    @property
-    def needs_token(self) -> bool:
-        return bool(self.gated_repositories)
-
-    @property
     def elastic(self) -> bool:
         return self.min_slices is not None or self.max_slices is not None
 
@@ -249,7 +254,7 @@ class MaxTextJobConfig(ConfigModel):
         return self.run_name or self.name
 
 
-class FsdpJobConfig(ConfigModel):
+class FsdpJobConfig(ReadsTheHub, ConfigModel):
     """One torchrun FSDP2 fine-tune as an Indexed Job on an A4 pool."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -293,14 +298,6 @@ class FsdpJobConfig(ConfigModel):
         """The Hugging Face repositories the trainer downloads: its model and dataset, the trainer's own defaults
         where the job names none."""
         return [self.args.get(flag) or TRAINER_DEFAULTS[flag.replace("-", "_")] for flag in ("model-id", "dataset-id")]
-
-    @property
-    def gated_repositories(self) -> list[str]:
-        return gated_repositories(self.gated, self.hub_repositories)
-
-    @property
-    def needs_token(self) -> bool:
-        return bool(self.gated_repositories)
 
 
 class SmokeConfig(ConfigModel):
