@@ -349,7 +349,8 @@ def _forecast_cell(forecast: dict[str, Any] | None) -> str:
         throughput, dollars = f"{forecast['tokensPerSecondPerGpu']:,.0f} tokens/s/GPU", "per window"
         usd = forecast["usdPerWindow"]
     step = f"{forecast['stepSeconds']:.1f} s/step"
-    return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}"
+    calibrated = f" ({forecast['calibration']})" if forecast.get("calibration") else ""
+    return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}{calibrated}"
 
 
 def _forecast_section(diff: PlanDiff) -> list[str]:

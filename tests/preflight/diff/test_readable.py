@@ -39,6 +39,14 @@ def test_a_long_argument_is_a_line_diff_never_cut(diff_of):
     assert "| (below) | (below) |" in markdown
 
 
+def test_a_moved_forecast_names_the_calibration_it_rests_on(diff_of):
+    """nodes 2 -> 4 moves the fine-tune's forecast; both columns say which published runs it rests on."""
+    markdown = render_markdown(diff_of(_four_nodes), "base")
+    section = markdown.partition("### Forecast")[2]
+    row = next(line for line in section.splitlines() if line.startswith("| `llama31-70b-fsdp`"))
+    assert row.count("(B200, from 1 published run)") == 2
+
+
 def test_line_diff_keeps_every_line():
     old, new = "a\nnnodes=2\nc", "a\nnnodes=4\nc"
     assert line_diff(old, new) == ["  a", "- nnodes=2", "+ nnodes=4", "  c"]
