@@ -71,7 +71,7 @@ def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:
         return ConfigProblem(path, UNSET, "is required but not set")
     if kind == "extra_forbidden":
         model = _model_at(root, loc)
-        allowed = ", ".join(_allowed_keys(model)) if model else "see README"
+        allowed = ", ".join(_allowed_keys(model)) if model else "see docs/configuration.md"
         return ConfigProblem(path, UNSET, f"is not a known key (allowed: {allowed})")
     if kind == "literal_error":
         allowed = ", ".join(re.findall(r"'([^']*)'", error["ctx"]["expected"]))

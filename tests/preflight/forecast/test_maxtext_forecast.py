@@ -131,4 +131,5 @@ def test_the_pr_diff_shows_a_maxtext_forecast_in_tokens_per_chip_and_dollars_per
     cache_dev_verdict(fit_check_root, WORK)
     (result,) = maxtext_results(dev_config(), fit_check_root)
     cell = _forecast_cell(result.to_json())
-    assert "tokens/s/chip" in cell and cell.endswith("per run") and f"{result.forecast.estimate_s:.1f} s/step" in cell
+    assert "tokens/s/chip" in cell and f"{result.forecast.estimate_s:.1f} s/step" in cell
+    assert cell.endswith(f"per run ({result.to_json()['calibration']})")
