@@ -10,7 +10,7 @@ import re
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import NODE_POOL_TYPE
-from components.facts.images import DEPLOY_ACCOUNT_ID, is_deploy_member, writes_the_registry
+from components.facts.images import DEPLOY_ACCOUNT_ID, REGISTRY_READER_ROLE, is_deploy_member, writes_the_registry
 from policies.props import is_unknown, items, lookup
 from policies.workloads import kind_of, namespace_of, object_name
 
@@ -19,14 +19,14 @@ BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 _IAM_GRANT = re.compile(r"iam(member|binding|policy):", re.IGNORECASE)
 _SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:key"
 # Roles that control other identities or a whole service (docs/cloud-facts.md: IAM roles that hand over identities).
+TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
 IDENTITY_ROLES = (
-    "roles/iam.serviceAccountTokenCreator",
+    TOKEN_CREATOR,
     "roles/iam.serviceAccountUser",
     "roles/iam.workloadIdentityUser",
     "roles/iam.serviceAccountKeyAdmin",
 )
 _BROAD_MEMBER_PREFIXES = ("domain:", "group:", "principalSet:")
-TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
 _BUCKET_GRANT = re.compile(r"^gcp:storage/bucketIAM", re.IGNORECASE)
 # principalSet://iam.googleapis.com/projects/N/locations/global/workloadIdentityPools/POOL/* (every identity of the
 # pool) or .../kubernetes.cluster/URL (every Kubernetes service account of a cluster).
@@ -157,7 +157,7 @@ def registry_writes_only_by_the_deploy_account(args: ResourceValidationArgs, rep
         if writes_the_registry(role) and not is_deploy_member(member):
             report_violation(
                 f"{args.resource_type} '{args.name}' grants {role} to {member}; only the deploy account "
-                f"({DEPLOY_ACCOUNT_ID}) may write the registry, others get roles/artifactregistry.reader.",
+                f"({DEPLOY_ACCOUNT_ID}) may write the registry, others get {REGISTRY_READER_ROLE}.",
                 None,
             )
 

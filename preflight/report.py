@@ -13,7 +13,9 @@ from typing import Any
 from components.facts import cost, gke, images
 from components.facts.capacity import node_pool_capacity
 from preflight.checks.admission import Admission, AdmissionProblem
+from preflight.checks.pods import pod_requests
 from preflight.engine.mocks import Registration
+from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import ParallelismError, check_parallelism, parse_overrides
 
 
@@ -109,7 +111,6 @@ def render_plan(project: str, stack: str, resources: list[Registration]) -> str:
 # ---- what each job became: one short block per enabled job, read from the objects the plan would apply ----
 
 JOB_KINDS = ("RayJob", "RayCluster", "Job")
-TPU_RESOURCE, GPU_RESOURCE = "google.com/tpu", "nvidia.com/gpu"
 MAXTEXT_TRAINER, FSDP_TRAINER = "workloads.maxtext.train", "workloads.fsdp.train"
 TRAINERS = {MAXTEXT_TRAINER: "MaxText", FSDP_TRAINER: "FSDP"}
 
@@ -127,12 +128,8 @@ def _image(template: Mapping[str, Any]) -> str:
 
 
 def _per_pod(template: Mapping[str, Any], resource: str) -> int:
-    """How many of `resource` one pod of the template asks for (limits, as accelerators are given)."""
-    total = 0
-    for container in _containers(template):
-        resources = container.get("resources") or {}
-        total += int(float((resources.get("limits") or resources.get("requests") or {}).get(resource, 0)))
-    return total
+    """How many of `resource` one pod of the template asks for, as Kubernetes sums a pod's requests."""
+    return int(pod_requests(template.get("spec") or {}, [resource]).get(resource, 0))
 
 
 def _command_words(template: Mapping[str, Any]) -> list[str]:
@@ -156,7 +153,7 @@ def maxtext_mesh(entrypoint: str) -> str | None:
     if MAXTEXT_TRAINER not in words:
         return None
     after = words[words.index(MAXTEXT_TRAINER) + 1 :]
-    flags, maxtext_args = (after[: after.index("--")], after[after.index("--") + 1 :]) if "--" in after else (after, [])
+    flags, maxtext_args = split_maxtext_args(after)
     values = _flag_values(flags)
     try:
         chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
@@ -173,7 +170,7 @@ def _slices_row(group: Mapping[str, Any]) -> tuple[str, str]:
     slices, hosts = int(group.get("replicas", 0)), int(group.get("numOfHosts", 1))
     fewest = int(group.get("minReplicas", slices))
     count = f"{fewest}..{slices}" if fewest != slices else str(slices)
-    chips = _per_pod(template, TPU_RESOURCE)
+    chips = _per_pod(template, gke.TPU_RESOURCE)
     if not chips:
         return "runs on", f"{count} x {hosts} CPU workers ({group.get('groupName')})"
     selector = _node_selector(template)
@@ -197,7 +194,7 @@ def _job_rows(manifest: Mapping[str, Any], pool: str) -> list[tuple[str, str]]:
     template = spec.get("template") or {}
     selector = _node_selector(template)
     pods = int(spec.get("parallelism") or spec.get("completions") or 1)
-    gpus, chips = _per_pod(template, GPU_RESOURCE), _per_pod(template, TPU_RESOURCE)
+    gpus, chips = _per_pod(template, gke.GPU_RESOURCE), _per_pod(template, gke.TPU_RESOURCE)
     if gpus:
         accelerator = selector.get(gke.GPU_ACCELERATOR_LABEL, "GPU")
         rows = [("runs on", f"{pool}{pods} pods x {gpus} {accelerator} = {pods * gpus} GPUs")]

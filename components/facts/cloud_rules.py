@@ -1,6 +1,6 @@
 """The GCP, GKE and Kueue rules a stack config can break, as data: one entry per rule, each with its public source.
 
-`components/config/checks.py` enforces every rule at config load (one line naming the key, the value and what is
+`components/config/cloud_checks.py` enforces every rule at config load (one line naming the key, the value and what is
 allowed; exit 2), `docs/cloud-facts.md` lists them with the same sources ("Rules a config can break"), and
 `tests/components/config/test_cloud_rules.py` holds a config that breaks each one and one that keeps it.
 Each rule's `limit` is the number or set the check compares with; `allowed` is what a message says is allowed.
@@ -91,6 +91,7 @@ KUEUE_V1BETA2_RELEASE = CloudRule(
     "tag v0.15.0 (absent at v0.14.0)",
 )
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+KUEUE_CONFIG_API_VERSION = f"config.{KUEUE_API_VERSION}"
 MANAGED_NAMESPACES = CloudRule(
     id="managed-namespaces",
     limit={

@@ -28,7 +28,8 @@ DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"  # a node label that
 # groups of one shape on different capacity (on-demand, spot, reservation) never share a flavor's nodes.
 SLICE_GROUP_LABEL = "trainyard/tpu-slice-group"
 # The DaemonSet that copies the NCCL gIB plugin onto A4 hosts: the one workload that needs the host.
-NCCL_INSTALLER_NAMESPACE, NCCL_INSTALLER_NAME = "kube-system", "nccl-rdma-installer"
+KUBE_SYSTEM_NAMESPACE = "kube-system"
+NCCL_INSTALLER_NAMESPACE, NCCL_INSTALLER_NAME = KUBE_SYSTEM_NAMESPACE, "nccl-rdma-installer"
 WORKLOAD_LABEL = "trainyard/workload"  # a job's pods across its revisions (the Job's own name changes)
 JOB_NAME_POD_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on every pod it creates
 

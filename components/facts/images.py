@@ -46,7 +46,9 @@ def pin_problem(reference: str) -> str | None:
 
 # Artifact Registry's predefined roles that only read (docs/cloud-facts.md: the build cache); every other
 # roles/artifactregistry.* role pushes, tags or deletes.
-REGISTRY_READ_ROLES = ("roles/artifactregistry.reader",)
+REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
+REGISTRY_WRITER_ROLE = "roles/artifactregistry.writer"
+REGISTRY_READ_ROLES = (REGISTRY_READER_ROLE,)
 REGISTRY_ROLE_PREFIX = "roles/artifactregistry."
 # The account `pulumi up` runs as: bootstrap/ creates it (components/infra/ci_identity.py) in the stack's project.
 DEPLOY_ACCOUNT_ID = "trainyard-deploy"

@@ -10,6 +10,7 @@ estimate: `make fit-check` compiles them.
 
 from __future__ import annotations
 
+from components.facts import topology
 from components.facts.models import ModelArchitecture
 
 # name -> (emb_dim, mlp_dim, decoder layers, query heads, kv heads, vocab)
@@ -47,6 +48,9 @@ def config_values(name: str) -> dict[str, int]:
     return dict(zip(CONFIG_KEYS, _CONFIGS[name], strict=True))
 
 
-# HBM a chip leaves a compiled program, per TPU generation, as libtpu's compiler states it when a program does not
-# fit ("exceeds available HBM (31.24G)", libtpu of the pinned MaxText compiling for v6e; XLA's G is 2**30 bytes).
-USABLE_HBM_BYTES_PER_CHIP: dict[str, float] = {"v6e": 31.24 * 2**30}
+# HBM a chip leaves a compiled program, per TPU generation (topology.TpuGeneration.usable_hbm_bytes_per_chip).
+USABLE_HBM_BYTES_PER_CHIP: dict[str, float] = {
+    name: generation.usable_hbm_bytes_per_chip
+    for name, generation in topology.TPU_GENERATIONS.items()
+    if generation.usable_hbm_bytes_per_chip
+}

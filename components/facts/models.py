@@ -30,6 +30,11 @@ class ModelArchitecture:
         return self.hidden // self.heads
 
     @property
+    def layer_params(self) -> float:
+        """One decoder layer's weights: the whole model less its embedding and output head, per layer."""
+        return (self.params - 2 * self.vocab * self.hidden) / self.layers
+
+    @property
     def matmul_params(self) -> int:
         """Weights of every nn.Linear: q, k, v, o and gate, up, down per layer, and the output head."""
         attention = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)

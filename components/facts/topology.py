@@ -33,6 +33,9 @@ class TpuGeneration:
     hbm_bytes_per_s_per_chip: float = 0.0
     ici_bytes_per_s_per_chip: float = 0.0
     dcn_bytes_per_s_per_chip: float = 0.0
+    # HBM a chip leaves a compiled program, as libtpu's compiler states it when a program does not fit
+    # ("exceeds available HBM (31.24G)", libtpu of the pinned MaxText compiling for v6e; XLA's G is 2**30 bytes).
+    usable_hbm_bytes_per_chip: float = 0.0
 
     @property
     def topologies(self) -> tuple[str, ...]:
@@ -51,6 +54,7 @@ TPU_GENERATIONS: dict[str, TpuGeneration] = {
         hbm_bytes_per_s_per_chip=1638e9,
         ici_bytes_per_s_per_chip=400e9,  # 800 GB/s both directions over 4 ports
         dcn_bytes_per_s_per_chip=12.5e9,  # 25.6 Tb/s per 256-chip pod
+        usable_hbm_bytes_per_chip=31.24 * 2**30,
         chips_per_machine_type={"ct6e-standard-1t": 1, _V6E_4T: 4, "ct6e-standard-8t": 8},
         machine_types_by_topology={
             "1x1": ("ct6e-standard-1t",),

@@ -22,13 +22,17 @@ import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
 from components.config.models import ImagesConfig
-from components.facts.images import cache_repository, deploy_member, repository_path
+from components.facts.images import (
+    REGISTRY_READER_ROLE,
+    REGISTRY_WRITER_ROLE,
+    cache_repository,
+    deploy_member,
+    repository_path,
+)
 from components.infra.fixed_names import fixed_name_options
 from components.infra.source_tree import PROJECT_DIR, content_hash, deployed_files
 
 TAG_LENGTH = 16
-REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
-REGISTRY_WRITER_ROLE = "roles/artifactregistry.writer"
 CACHE_TAG = "buildcache"
 
 

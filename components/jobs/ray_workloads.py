@@ -54,7 +54,7 @@ RAY_AUTH_OPTIONS = MappingProxyType({"mode": "token"})
 
 
 def ray_auth_env() -> list[dict]:
-    return [{"name": RAY_AUTH_MODE_ENV, "value": "token"}]
+    return [{"name": RAY_AUTH_MODE_ENV, "value": RAY_AUTH_OPTIONS["mode"]}]
 
 
 def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]:

@@ -17,7 +17,6 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import FsdpJobConfig, trainer_argv
 from components.config.models import GpuPoolConfig
-from components.facts import huggingface
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
@@ -31,7 +30,7 @@ from components.facts.gke import (
     TOPOLOGY_BLOCK_LABEL,
     WORKLOAD_LABEL,
 )
-from components.jobs.hf_token import HF_TOKEN_SECRET_KEY, hf_token_secret, hf_token_secret_name
+from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
@@ -211,16 +210,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             )
         )
         if token is not None:
-            env.append(
-                k8s.core.v1.EnvVarArgs(
-                    name=huggingface.TOKEN_ENV,
-                    value_from=k8s.core.v1.EnvVarSourceArgs(
-                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
-                            name=hf_token_secret_name(job.name), key=HF_TOKEN_SECRET_KEY
-                        )
-                    ),
-                )
-            )
+            env.append(k8s.core.v1.EnvVarArgs(**snake(hf_token_env(job.name))))
         env.append(k8s.core.v1.EnvVarArgs(name="HF_HOME", value=f"{CACHE_MOUNT}/huggingface"))
         gpus = str(pool.machine.gpus_per_vm)
         resources = {GPU_RESOURCE: gpus, "memory": job.memory, "ephemeral-storage": job.cache_size}

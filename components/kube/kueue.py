@@ -48,7 +48,7 @@ INTEGRATIONS = {"Job": "batch/job", "RayJob": "ray.io/rayjob", "RayCluster": "ra
 # DRANET NICs are counted as DCN_NIC_RESOURCE, which the ClusterQueue covers (docs/cloud-facts.md: Kueue admits
 # only what its ClusterQueue covers).
 MANAGER_CONFIG = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "apiVersion": cloud_rules.KUEUE_CONFIG_API_VERSION,
     "kind": "Configuration",
     "clientConnection": {"qps": 300, "burst": 500},
     "controller": {

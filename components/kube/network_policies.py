@@ -28,12 +28,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.facts.gke import NAMESPACE_NAME_LABEL, RAY_HEAD_PORTS, RAY_NODE_TYPE_LABEL
+from components.facts.gke import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RAY_HEAD_PORTS, RAY_NODE_TYPE_LABEL
 
 GMP_NAMESPACE = "gmp-system"
-CONTROL_PLANE_PROXY_NAMESPACE = "kube-system"  # GKE's Konnectivity agents: the hosted control plane's way in
+CONTROL_PLANE_PROXY_NAMESPACE = KUBE_SYSTEM_NAMESPACE  # GKE's Konnectivity agents: the hosted control plane's way in
 KUBE_DNS = {
-    "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
+    "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: KUBE_SYSTEM_NAMESPACE}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
 }
 # The GKE metadata server, which Workload Identity goes through: GKE's network policy page lists both.

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.text import Text
 
 from preflight.diff.compare import PlanDiff
-from preflight.diff.markdown import summary, warnings
+from preflight.diff.markdown import summary
+from preflight.diff.running_work import warnings
 from preflight.diff.values import is_long, line_diff, shown
 
 STYLES = {"+": "green", "-": "red", "~": "yellow", "-/+": "bold red", "!": "bold red", "": ""}

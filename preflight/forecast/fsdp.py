@@ -200,14 +200,13 @@ def memory(run: FsdpRun, gpus_per_node: int) -> Memory:
     arch = run.architecture
     gpus = run.nodes * gpus_per_node
     tokens = run.rows_per_gpu * run.seq_len
-    layer_params = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers
     activations = arch.layers * tokens * saved_bytes_per_token(arch, run.checkpointing)
     if run.activation_checkpointing:  # and the layer whose backward runs holds what it recomputes
         activations += tokens * arch.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
     frozen = arch.params if run.lora_params else 0  # weights only: no gradient, no optimizer state
     return Memory(
         states=(frozen * PARAM_BYTES + run.trainable_params * run.state_bytes_per_param) / gpus,
-        gathered=layer_params * (2 * PARAM_BYTES + GRAD_BYTES),
+        gathered=arch.layer_params * (2 * PARAM_BYTES + GRAD_BYTES),
         activations=activations,
         logits=tokens * arch.vocab * LOGIT_BYTES,
     )

@@ -22,12 +22,12 @@ counts bytes. Dense Llama-family models only (components/facts/maxtext_memory.py
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES
 from components.facts.models import ModelArchitecture
+from components.facts.topology import GIB
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
 
@@ -90,11 +90,10 @@ class HbmEstimate:
         return self.total - self.gathered + self.prefetched
 
     def parts(self) -> str:
-        gib = 2**30
         return (
-            f"weights and AdamW state {self.states / gib:.1f}, gradients {self.gradients / gib:.1f}, gathered "
-            f"weights {self.gathered / gib:.1f}, activations {self.activations / gib:.1f} (remat {self.remat_policy}), "
-            f"logits {self.logits / gib:.1f} GiB"
+            f"weights and AdamW state {self.states / GIB:.1f}, gradients {self.gradients / GIB:.1f}, gathered "
+            f"weights {self.gathered / GIB:.1f}, activations {self.activations / GIB:.1f} (remat {self.remat_policy}), "
+            f"logits {self.logits / GIB:.1f} GiB"
         )
 
 
@@ -145,7 +144,7 @@ def estimate(
     tensor = axis_size(mesh, "tensor")
     tokens = float(args["per_device_batch_size"]) * int(args["max_target_length"])
     widths = tensor_widths(arch)
-    gathered_layer = (arch.params - 2 * arch.vocab * arch.hidden) / arch.layers * ACTIVATION_BYTES / tensor
+    gathered_layer = arch.layer_params * ACTIVATION_BYTES / tensor
     states = arch.params * (weight + 2 * moment) / param_shards
     gradients = arch.params * weight / param_shards
     activations = arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES
@@ -179,7 +178,7 @@ def axis_size(mesh: MeshShape, axis: str) -> int:
 
 def data_parallelism(mesh: MeshShape) -> int:
     """Replicas of the weights: the data axis (MaxText's DiLoCo aside, every other axis shards them)."""
-    return math.prod(axis_size(mesh, axis) for axis in ("data",))
+    return axis_size(mesh, "data")
 
 
 def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:

@@ -19,6 +19,7 @@ from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
 from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
+from components.facts.topology import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
@@ -30,7 +31,6 @@ from workloads.maxtext.hlo_cost import StepWork
 
 # Within this share of the usable HBM the estimate cannot tell fit from no fit: the fit check's compile decides.
 BORDERLINE = 0.15
-GIB = 2**30
 
 
 @dataclass(frozen=True)
