@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfig, trainer_argv, trainer_refusal
+from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gpu_software, maxtext, topology
@@ -41,6 +42,8 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             continue
         if reason := maxtext.unknown_model(job.model_name):
             yield ConfigProblem(f"{path}.modelName", job.model_name, reason)
+        else:
+            yield from maxtext_argument_problems(path, job, extra_args)
         range_problems = list(_slice_range_problems(path, job, group.count))
         yield from range_problems
         try:

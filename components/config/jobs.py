@@ -211,9 +211,9 @@ class MaxTextJobConfig(ReadsTheHub, ConfigModel):
     checkpoint_period: Int = Field(20, ge=1)
     """MaxText checkpoint_period: steps between checkpoints, the most a restart loses."""
     extra_args: dict[str, str] = Field(default_factory=dict)  # further MaxText key=value arguments
-    """Further MaxText key=value arguments: none that trainyard sets from the keys above (model_name, steps,
-    run_name, checkpoint_period...; mesh sizes go in ici/dcn) and no tokens (hfTokenKey carries the Hugging Face
-    token)."""
+    """Further MaxText key=value arguments, each a setting of the pinned MaxText with a value of its type: none that
+    trainyard sets from the keys above (model_name, steps, run_name, checkpoint_period...; mesh sizes go in
+    ici/dcn) and no tokens (hfTokenKey carries the Hugging Face token)."""
     # As an FSDP job's: the Secret's value reaches the Ray pods as HF_TOKEN, which MaxText reads when
     # hf_access_token is unset (maxtext/configs/pyconfig.py). Unset by default: most MaxText runs read GCS or
     # synthetic data, and a token is given only to the jobs that name it.

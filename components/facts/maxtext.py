@@ -11,8 +11,10 @@ imports the program.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -33,28 +35,45 @@ ICI_FILL_AXIS: str = DEFAULT_FILLED_AXIS["ici"]  # takes the chips the other ici
 DCN_FILL_AXIS: str = DEFAULT_FILLED_AXIS["dcn"]  # takes the slices the other dcn axes leave
 
 
-MODELS_FILE = Path(__file__).with_name("maxtext_models.txt")
+SETTINGS_FILE = Path(__file__).with_name("maxtext_settings.json")
+
+
+@dataclass(frozen=True)
+class MaxTextSettings:
+    """What the pinned MaxText takes as `key=value` (components/facts/maxtext_settings.json, written from the installed
+    MaxText by components/facts/gen_maxtext_settings.py and compared with it by tests/workloads/maxtext)."""
+
+    version: str
+    kinds: Mapping[str, list]  # setting -> the alternatives its type accepts (gen_maxtext_settings.describe)
+    dataset_defaults: Mapping[str, object]  # base.yml's values for the keys the dataset rule reads
+    model_configs: Mapping[str, Mapping[str, object]]  # model -> what its configs/models/<model>.yml sets
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        """The model_name values MaxText's config accepts: any other is refused at start."""
+        return frozenset(self.kinds["model_name"][0]["choices"])
+
+    def model_config(self, model_name: str) -> Mapping[str, object]:
+        """What the model's yml sets (MaxText reads an -Instruct model's architecture from its base model's file)."""
+        return self.model_configs.get(model_name.replace("-Instruct", ""), {})
 
 
 @cache
-def maxtext_models() -> tuple[str, frozenset[str]]:
-    """(the pinned MaxText release, the model names its configs define): MaxText warns on any other name and
-    trains its default model instead."""
-    lines = [line.strip() for line in MODELS_FILE.read_text().splitlines() if line.strip()]
-    version = next(line.removeprefix("# maxtext==") for line in lines if line.startswith("# maxtext=="))
-    return version, frozenset(line for line in lines if not line.startswith("#"))
+def maxtext_settings() -> MaxTextSettings:
+    facts = json.loads(SETTINGS_FILE.read_text())
+    return MaxTextSettings(facts["maxtext"], facts["settings"], facts["dataset_defaults"], facts["model_configs"])
 
 
 def unknown_model(name: str) -> str | None:
-    """Why MaxText would not train `name`, naming the closest models it knows, or None."""
-    version, names = maxtext_models()
-    if name in names:
+    """Why MaxText would refuse `name` as its model_name, naming the closest models it knows, or None."""
+    settings = maxtext_settings()
+    if name in settings.model_names:
         return None
-    close = difflib.get_close_matches(name, sorted(names), n=4, cutoff=0.6)
-    allowed = f"{', '.join(close)} or another name in" if close else "a name in"
+    close = difflib.get_close_matches(name, sorted(settings.model_names), n=4, cutoff=0.6)
+    allowed = f"{', '.join(close)} or another model_name in" if close else "a model_name in"
     return (
-        f"is not a model of MaxText {version}, which would warn and train its default model instead "
-        f"(allowed: {allowed} components/facts/maxtext_models.txt)"
+        f"is not a model of MaxText {settings.version}, whose config refuses it at start "
+        f"(allowed: {allowed} components/facts/maxtext_settings.json)"
     )
 
 

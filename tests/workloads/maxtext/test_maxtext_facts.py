@@ -9,6 +9,7 @@ from pathlib import Path
 import maxtext
 import yaml
 
+from components.facts.gen_maxtext_settings import as_text, settings
 from workloads.maxtext.launch import MAXTEXT_REQUIREMENT
 from workloads.maxtext.parallelism import DEFAULT_MESH_AXES, default_parallelism
 
@@ -35,11 +36,12 @@ def test_workers_pin_the_maxtext_this_venv_runs(repo_root):
     assert MAXTEXT_REQUIREMENT.endswith("==" + version("maxtext"))
 
 
-def test_the_model_names_preflight_allows_are_the_installed_maxtexts():
-    """components/facts/maxtext_models.txt (read by the config checks; no MaxText in the Pulumi venv) lists exactly
-    the model configs of the MaxText installed here, at the version the trainer pins."""
-    listed = (Path(__file__).resolve().parents[3] / "components" / "facts" / "maxtext_models.txt").read_text()
-    lines = [line.strip() for line in listed.splitlines() if line.strip()]
-    assert f"# maxtext=={version('maxtext')}" in lines and MAXTEXT_REQUIREMENT.endswith(f"=={version('maxtext')}")
-    installed = {path.stem for path in (BASE_YML.parent / "models").glob("*.yml")}
-    assert {line for line in lines if not line.startswith("#")} == installed | {"default"}
+def test_the_settings_preflight_reads_are_the_installed_maxtexts(repo_root):
+    """components/facts/maxtext_settings.json (read by the config checks; no MaxText in the Pulumi venv) is what
+    components/facts/gen_maxtext_settings.py reads from the MaxText installed here, at the version the trainer pins."""
+    committed = (repo_root / "components" / "facts" / "maxtext_settings.json").read_text()
+    assert committed == as_text(settings()), (
+        "regenerate: .venv-maxtext/bin/python -m components.facts.gen_maxtext_settings "
+        "> components/facts/maxtext_settings.json"
+    )
+    assert MAXTEXT_REQUIREMENT.endswith(f"=={version('maxtext')}")
