@@ -44,7 +44,7 @@ def test_a_moved_forecast_names_the_calibration_it_rests_on(diff_of):
     markdown = render_markdown(diff_of(_four_nodes), "base")
     section = markdown.partition("### Forecast")[2]
     row = next(line for line in section.splitlines() if line.startswith("| `llama31-70b-fsdp`"))
-    assert row.count("(B200, from 1 published run)") == 2
+    assert row.count("(B200 at 750 W, from 1 published run)") == 2
 
 
 def test_line_diff_keeps_every_line():
