@@ -14,7 +14,7 @@ flags that this libtpu accepts), reads what each chip does per step, and forecas
 Compiles take 5-11 minutes and 2-4 GB each; verdicts are cached in .cache/fit-check/ (make fit-check's cache),
 so a second run only forecasts. --recompile ignores the cache.
 
-    .venv-maxtext/bin/python benchmarks/maxtext_forecast.py [--recompile]
+    .venv-maxtext/bin/python benchmarks/maxtext_forecast.py [--recompile] [--only '70B, v6e-32' ...]
 """
 
 from __future__ import annotations
@@ -175,13 +175,28 @@ def published_seconds(anchor: Anchor, work: StepWork) -> float:
     return work.tokens / anchor.published_tokens
 
 
+def chosen_anchors(only: list[str] | None) -> tuple[Anchor, ...]:
+    if not only:
+        return ANCHORS
+    chosen = tuple(anchor for anchor in ANCHORS if any(name in anchor.name for name in only))
+    if not chosen:
+        sys.exit(f"--only {only}: no anchor matches; anchors: {', '.join(a.name for a in ANCHORS)}")
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recompile", action="store_true", help="compile every anchor again")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="the anchors whose name contains NAME (repeatable, e.g. --only '70B, v6e-32'); default: all",
+    )
     args = parser.parse_args()
     v6e = TPU_GENERATIONS["v6e"]
     rows, implied = [], {}
-    for anchor in ANCHORS:
+    for anchor in chosen_anchors(args.only):
         work = step_work(anchor, args.recompile)
         if isinstance(work, str):
             print(f"{anchor.name}: {work}")
