@@ -12,7 +12,7 @@ from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import gpu_software, maxtext, topology
-from components.facts.secrets import carries_a_secret, masked
+from components.facts.secrets import carries_a_secret, looks_like_a_secret, masked
 
 
 def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -22,9 +22,11 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     for index, job in enumerate(config.jobs.maxtext):
         yield from _secret_problems(f"trainyard:jobs.maxtext[{index}].extraArgs", job.extra_args, SECRET_ROUTE)
         yield from _token_key_problems(f"trainyard:jobs.maxtext[{index}]", job.hf_token_key)
+        yield from _gated_secret_problems(f"trainyard:jobs.maxtext[{index}].gated", job.gated)
     for index, job in enumerate(config.jobs.fsdp):
         yield from _secret_problems(f"trainyard:jobs.fsdp[{index}].args", job.args, SECRET_ROUTE)
         yield from _token_key_problems(f"trainyard:jobs.fsdp[{index}]", job.hf_token_key)
+        yield from _gated_secret_problems(f"trainyard:jobs.fsdp[{index}].gated", job.gated)
     yield from _libtpu_secret_problems(config.jobs.ray.libtpu_init_args)
     # Jobs switched off are parked: they are checked against the slices and pools, and their arguments against
     # the trainer, when switched on.
@@ -154,6 +156,18 @@ def _libtpu_secret_problems(arguments: Sequence[str]) -> Iterator[ConfigProblem]
             )
 
 
+def _gated_secret_problems(path: str, gated: Sequence[str] | None) -> Iterator[ConfigProblem]:
+    """gated names repositories; a token pasted there would sit in clear text in the stack file and the state."""
+    for index, repository in enumerate(gated or ()):
+        if looks_like_a_secret(repository):
+            yield ConfigProblem(
+                f"{path}[{index}]",
+                masked(repository),
+                f"is a secret in clear text, not a repository (allowed: Hugging Face repository names such as "
+                f"meta-llama/Llama-3.1-8B; {SECRET_ROUTE})",
+            )
+
+
 def _token_key_problems(path: str, hf_token_key: str | None) -> Iterator[ConfigProblem]:
     if hf_token_key and hf_token_key.startswith("trainyard:"):
         yield ConfigProblem(
@@ -165,6 +179,8 @@ def _token_key_problems(path: str, hf_token_key: str | None) -> Iterator[ConfigP
 
 # torch_workloads names a folder per revision; the trainer takes any path as --output-dir.
 _ANY_OUTPUT_DIR = "/data/fsdp"
+# Another folder would let two revisions (updatePolicy keep) write the same checkpoints and export.
+_OUTPUT_FOLDER = "each revision writes to its own folder, fsdp/<name>/<revision> on the stack's bucket"
 # How the trainer words a refusal (workloads/fsdp/config.py): `--flag='value' is not valid: expected ...` or
 # `--flag / ENV = value is not allowed: ...`; argparse's: `argument --flag/--alias: expected one argument`.
 _TRAINER_REFUSAL = re.compile(
@@ -218,6 +234,9 @@ def _trainer_args_problems(path: str, job: FsdpJobConfig) -> Iterator[ConfigProb
     for key, value in job.args.items():
         if carries_a_secret(key, value):
             continue  # reported as a secret, and never shown
+        if TRAINER_FLAGS.get(key) == "output_dir":
+            yield ConfigProblem(f"{path}.{key}", value, f"is set by trainyard (allowed: none; {_OUTPUT_FOLDER})")
+            continue
         if problem := _trainer_flag_problem(path, key, value, seen):
             yield problem
         else:

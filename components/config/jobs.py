@@ -45,7 +45,7 @@ TRAINER_FLAGS = {
 
 def trainer_argv(output_dir: str, args: Mapping[str, str]) -> list[str]:
     """The FSDP trainer's flags as torchrun passes them (components/jobs/torch_workloads.py): trainyard's output
-    folder (args may name another), then a job's args, each as `--flag value`."""
+    folder (config load refuses another in args), then a job's args, each as `--flag value`."""
     flags = {"output-dir": output_dir, **args}
     return [word for key, value in flags.items() for word in (f"--{key}", value)]
 
@@ -271,7 +271,8 @@ class FsdpJobConfig(ReadsTheHub, ConfigModel):
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.
     args: dict[str, str] = Field(default_factory=dict)
     """Trainer flags without the leading dashes, e.g. {model-id: meta-llama/Llama-3.1-70B}, checked by the
-    trainer's own parser when the stack loads; no tokens (hfTokenKey carries the Hugging Face token)."""
+    trainer's own parser when the stack loads; no output-dir (each revision writes to its own folder) and no tokens
+    (hfTokenKey carries the Hugging Face token)."""
     max_run_duration_seconds: Int = Field(7200, ge=60)
     """How long DWS keeps the nodes (provreq maxRunDurationSeconds)."""
     restarts: Int = Field(3, ge=0)

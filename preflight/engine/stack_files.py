@@ -125,12 +125,24 @@ def _refuse_a_secret_in_clear(stack: str, key: str, text: str) -> None:
         )
 
 
+def _refuse_config_outside_config(stack: str, stack_file: dict) -> None:
+    """A `<namespace>:<key>` at the top of a stack file (its `config:` line forgotten or mis-indented): the Pulumi CLI
+    reads config only under `config:`, so the value would be silently ignored and its default deployed."""
+    for key in stack_file:
+        if isinstance(key, str) and ":" in key:
+            raise StackFileError(
+                f"Pulumi.{stack}.yaml: {key} is outside config:, where the Pulumi CLI never reads it "
+                "(allowed: under config:, indented, as `pulumi config set` writes it)"
+            )
+
+
 def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
     project = _read_yaml(project_dir / "Pulumi.yaml")
     stack_file = _read_yaml(project_dir / f"Pulumi.{stack}.yaml")
     name = project.get("name")
     config: dict[str, str] = {}
     secret_keys: list[str] = []
+    _refuse_config_outside_config(stack, stack_file)
     values = stack_file.get("config") or {}
     if not isinstance(values, dict):
         kind = "list" if isinstance(values, list) else type(values).__name__

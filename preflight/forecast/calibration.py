@@ -42,9 +42,7 @@ GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
     "nvidia-b200": Calibration(
         "B200 at 750 W",
         0.234,
-        calibrated_on=(
-            "torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 B200 at 750 W, 8,307.5",
-        ),
+        calibrated_on=("torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 B200 at 750 W, 8,307.5",),
     ),
 }
 

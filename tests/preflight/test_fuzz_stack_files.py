@@ -125,6 +125,17 @@ def test_known_crashes_end_in_one_line(project, edit, says):
         assert code == 0  # priced as unknown: the cost table says so
 
 
+def test_a_config_key_outside_config_is_refused_not_ignored(project):
+    values = copy.deepcopy(dev_config_values())
+    zone = values.pop("trainyard:zone")
+    code, stderr = run(project, yaml.safe_dump({"config": values, "trainyard:zone": zone}))
+    assert (
+        code == 2 and "Pulumi.fuzz.yaml: trainyard:zone is outside config:, where the Pulumi CLI never reads" in stderr
+    )
+    code, _ = run(project, yaml.safe_dump({"config": values | {"trainyard:zone": zone}, "environment": ["dev-env"]}))
+    assert code == 0
+
+
 def test_config_written_as_a_list_and_a_missing_pack_config_end_in_one_line(project, tmp_path):
     code, stderr = run(project, "config:\n  - gcp:project\n  - x\n")
     assert code == 2 and "Pulumi.fuzz.yaml: config is a list (allowed: a mapping of keys to values)" in stderr

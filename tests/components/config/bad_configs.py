@@ -413,6 +413,18 @@ BAD_CONFIGS = [
         "",
         "is unset, and its default 0 is not allowed by the FSDP trainer (allowed: set --max-steps or --num-train",
     ),
+    (  # two revisions (updatePolicy keep) would write the same checkpoints
+        _set("trainyard:jobs", "fsdp", 0, "args", "output-dir", "/data/fsdp/mine"),
+        "trainyard:jobs.fsdp[0].args.output-dir",
+        '"/data/fsdp/mine"',
+        "is set by trainyard (allowed: none; each revision writes to its own folder, fsdp/<name>/<revision>",
+    ),
+    (  # a token pasted where repository names go
+        _set("trainyard:jobs", "fsdp", 0, "gated", ["hf_SENTINELxq7Zt0kenValueAbc"]),
+        "trainyard:jobs.fsdp[0].gated[0]",
+        '"hf_…"',
+        "is a secret in clear text, not a repository (allowed: Hugging Face repository names",
+    ),
     (
         _set("trainyard:jobs", "fsdp", 0, "args", "max-seq", "512"),
         "trainyard:jobs.fsdp[0].args.max-seq",
