@@ -7,16 +7,18 @@ prints the estimate beside the compiler's figure for every job it has one for):
   dimension on tensor); the program's arguments.
 - gradients: one more copy of the parameters in weight_dtype, as sharded.
 - gathered weights: layers' bf16 weights all-gathered over fsdp (still split over tensor). The compiled steps
-  measured here hold GATHERED_SHARE of every layer's where that fits the chip (or where nothing would), and fill
-  the HBM left otherwise: the compiler trades prefetching for memory. At least two layers' (the one computing and
-  the one prefetched) are always held: the job's need, which the verdict judges.
+  measured here hold GATHERED_SHARE of every layer's where the step then stays within PREFETCH_CEILING of the
+  chip's usable HBM (or where nothing would fit), and fill up to that ceiling otherwise: the compiler trades
+  prefetching for memory and stops short of the limit. At least two layers' (the one computing and the one
+  prefetched) are always held: the job's need, which the verdict judges.
 - activations: what the remat policy keeps on device per layer and token (`remat_policy`, and for `custom` each
   tensor set to `device`; `offload`ed ones live in host memory), in bf16. Per chip the tokens are the per-device
   batch times the sequence: tensor parallelism splits each activation's width as much as it multiplies the tokens.
 - logits: LOGIT_BYTES per token and vocabulary entry (bf16 logits, the loss's fp32 view and their gradient, as
   XLA fuses them).
-GATHERED_SHARE and LOGIT_BYTES are fitted to compiled steps (benchmarks/README.md: MaxText HBM estimate), the rest
-counts bytes. Dense Llama-family models only (components/facts/maxtext_memory.py); others get no estimate.
+GATHERED_SHARE, LOGIT_BYTES and PREFETCH_CEILING are fitted to compiled steps (benchmarks/README.md: MaxText HBM
+estimate), the rest counts bytes. Dense Llama-family models only (components/facts/maxtext_memory.py); others get
+no estimate.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_par
 # Fitted to the compiled llama3-8b dev job and llama3-70b dev job cut to 8 layers (benchmarks/maxtext_hbm.py).
 GATHERED_SHARE = 0.91
 LOGIT_BYTES = 3.95
+# Fitted to the Llama 3.1 70B v6e-256 recipe (27.0 GiB compiled of 31.24 usable); checked on the 8B v6e-8, v6e-16
+# and v6e-256 and the 70B v6e-32 and v6e-64 recipes, each compiled to 26.9-28.0 GiB where every layer's would not fit.
+PREFETCH_CEILING = 0.865
 PREFETCHED_LAYERS = 2
 ACTIVATION_BYTES = 2  # dtype: bfloat16
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -164,12 +169,14 @@ def estimate(
 
 
 def gathered_held(rest: float, prefetched: float, every_layer: float, usable_bytes: float | None) -> float:
-    """Gathered weights the compiled step holds: GATHERED_SHARE of every layer's where they fit (or where not even
-    the prefetched ones do: the compiler then reports them all), else what HBM the rest leaves."""
+    """Gathered weights the compiled step holds: GATHERED_SHARE of every layer's where they stay under the prefetch
+    ceiling (or where not even the prefetched ones fit the chip: the compiler then reports them all), else what the
+    ceiling leaves, and never fewer than the prefetched ones."""
     held = GATHERED_SHARE * every_layer
-    if usable_bytes is None or rest + held <= usable_bytes or rest + prefetched >= usable_bytes:
+    if usable_bytes is None or rest + prefetched >= usable_bytes:
         return held
-    return usable_bytes - rest
+    ceiling = PREFETCH_CEILING * usable_bytes
+    return held if rest + held <= ceiling else max(ceiling - rest, prefetched)
 
 
 def axis_size(mesh: MeshShape, axis: str) -> int:
