@@ -20,7 +20,7 @@ class Calibration:
 
     @property
     def label(self) -> str:
-        """E.g. `B200 at 750 W, from 1 published run`, or `v6e, from 2 published runs, checked on 2`."""
+        """E.g. `B200 at 750 W, from 1 published run`, or `v6e, from 2 published runs, checked on 4`."""
         runs = len(self.calibrated_on)
         label = f"{self.accelerator}, from {runs} published run{'s' if runs != 1 else ''}"
         return f"{label}, checked on {len(self.checked_on)}" if self.checked_on else label
@@ -52,7 +52,12 @@ TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
         "v6e",
         0.52,
         calibrated_on=("tpu-recipes Llama 3.1 8B, v6e-256", "tpu-recipes Llama 3.1 70B, v6e-256"),
-        checked_on=("tpu-recipes Llama 3.1 8B, v6e-8", "tpu-recipes Llama 3.1 70B, v6e-32"),
+        checked_on=(
+            "tpu-recipes Llama 3.1 8B, v6e-8",
+            "tpu-recipes Llama 3.1 70B, v6e-32",
+            "tpu-recipes Llama 3.1 8B, v6e-16",
+            "tpu-recipes Llama 3.1 70B, v6e-64",
+        ),
     ),
 }
 
