@@ -33,7 +33,7 @@ from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_par
 from workloads.maxtext.slices import SliceFacts, SliceFactsError
 
 # HBM per chip a compiled program may use: for v6e, what libtpu grants ("exceeds available HBM (31.24G)", the same
-# figure as components/facts/topology.py's usable_hbm_bytes_per_chip, which tests/workloads/maxtext holds it to);
+# figure as components/facts/topology.py's usable_hbm_bytes_per_chip; tests/components/facts/test_topology.py);
 # for the others, the published figure in decimal GB.
 HBM_BYTES_PER_CHIP: dict[str, float] = {
     "TPU-V4": 32e9,
