@@ -56,7 +56,17 @@ def cli_value(text: str) -> Any:
         value = yaml.load(text, Loader=_OmegaConfLoader)
     except yaml.YAMLError as error:
         raise UnreadableValue(str(error).splitlines()[0]) from None
+    except (RecursionError, ValueError, OverflowError):
+        raise UnreadableValue("nested or sized past what YAML reading follows") from None
     return None if isinstance(value, str) and value.lower() == "none" else value
+
+
+# pyconfig._prepare_for_pydantic gives these an empty string back where the value read as None.
+_NONE_AS_EMPTY = ("run_name", "dump_hlo_module_name", "dump_hlo_local_module_name")
+
+
+def as_maxtext_sees(key: str, value: Any) -> Any:
+    return "" if value is None and key in _NONE_AS_EMPTY else value
 
 
 def maxtext_argument_problems(
@@ -66,12 +76,20 @@ def maxtext_argument_problems(
     set of arguments (its own keys, then extraArgs, as the RayJob passes them)."""
     settings = maxtext_settings()
     own = job.own_arguments("")
-    values: dict[str, Any] = {key: cli_value(str(value)) for key, value in own.items() if value is not None}
+    values: dict[str, Any] = {}
     unreadable = False
-    for key, text in extra_args.items():
-        if key in own or PARALLELISM_ARGUMENT.match(key):
-            continue  # refused by job_checks, which names the job key to use instead
-        problem, value = _setting_problem(settings, f"{path}.extraArgs.{key}", key, text)
+    arguments = [
+        (_own_key_path(path, job, key), key, str(value))
+        for key, value in own.items()
+        if value is not None and key != "base_output_directory"  # a path trainyard fills in
+    ]
+    arguments += [
+        (f"{path}.extraArgs.{key}", key, text)
+        for key, text in extra_args.items()
+        if key not in own and not PARALLELISM_ARGUMENT.match(key)  # refused by job_checks, naming the job key
+    ]
+    for where, key, text in arguments:
+        problem, value = _setting_problem(settings, where, key, text)
         if problem:
             unreadable = True
             yield problem
@@ -83,7 +101,17 @@ def maxtext_argument_problems(
     yield from _dataset_problems(settings, path, values)
 
 
+def _own_key_path(path: str, job: MaxTextJobConfig, key: str) -> str:
+    """The job key an argument trainyard sets comes from (run_name: runName, or the job's name when unset)."""
+    if key == "run_name" and job.run_name is None:
+        return f"{path}.name"
+    return f"{path}.{type(job).model_fields[key].alias}"
+
+
 def _setting_problem(settings: MaxTextSettings, where: str, key: str, text: str) -> tuple[ConfigProblem | None, Any]:
+    parent = key.split(".", 1)[0]
+    if "." in key and settings.kinds.get(parent) == ["any"]:
+        return None, text  # a field of a nested setting (lora.rank=...): not checked offline
     kinds = settings.kinds.get(key)
     if kinds is None:
         close = difflib.get_close_matches(key, sorted(settings.kinds), n=3, cutoff=0.7)
@@ -99,6 +127,7 @@ def _setting_problem(settings: MaxTextSettings, where: str, key: str, text: str)
         return ConfigProblem(
             where, text, f"is not a value MaxText can read: {error} (allowed: {allowed_words(kinds)})"
         ), None
+    value = as_maxtext_sees(key, value)
     adapter = _type_of(key)
     if adapter is not None:
         try:
@@ -167,16 +196,13 @@ def _model_config_problems(
 ) -> Iterator[ConfigProblem]:
     """MaxText refuses a key the model's yml sets to another value (validate_no_keys_overridden_twice) unless
     override_model_config is true."""
-    if values.get("override_model_config") is True:
+    if values.get("override_model_config"):  # pyconfig reads it as truthy, as pydantic's bool reads 1
         return
     model = settings.model_config(job.model_name)
-    fields = type(job).model_fields
     for key, value in values.items():
         if key not in model or value == model[key]:
             continue
-        where = (
-            f"{path}.extraArgs.{key}" if key in extra_args else f"{path}.{fields[key].alias if key in fields else key}"
-        )
+        where = f"{path}.extraArgs.{key}" if key in extra_args else _own_key_path(path, job, key)
         yield ConfigProblem(
             where,
             extra_args.get(key, value),

@@ -36,7 +36,8 @@ _CONSTRAINTS = ("ge", "gt", "le", "lt")
 
 def describe(annotation: Any) -> list[Any]:
     """A field's type as the alternatives it accepts: "null", "bool", "str", {"int": {bounds}}, {"float": {bounds}},
-    {"choices": [...]}, or "any" (lists, mappings, nested models: not checked offline)."""
+    {"choices": [...]}, or "any" (lists, mappings, nested models such as lora and dpo: not checked offline; their
+    fields are set as `lora.rank=...`, a flat `rank=...` is refused by MaxTextConfig's extra="forbid")."""
     origin = typing.get_origin(annotation)
     if annotation is type(None):
         return ["null"]
@@ -67,12 +68,6 @@ def settings() -> dict[str, Any]:
     from maxtext.configs import types
 
     fields = dict(types.MaxTextConfig.model_fields)
-    nested = {
-        name: field
-        for model in (*[f.annotation for f in fields.values()], types.Multimodal)
-        if isinstance(model, type) and hasattr(model, "model_fields")
-        for name, field in model.model_fields.items()
-    }
     configs = Path(maxtext.__file__).parent / "configs"
     base = yaml.safe_load((configs / "base.yml").read_text())
     models = {  # as MaxText loads them (OmegaConf), to compare with an argument's value as MaxText does
@@ -80,7 +75,6 @@ def settings() -> dict[str, Any]:
         for path in sorted((configs / "models").glob("*.yml"))
     }
     kinds = {name: describe(field.annotation) for name, field in fields.items()}
-    kinds.update({name: ["any"] for name in nested if name not in kinds})
     return {
         "maxtext": version("maxtext"),
         "settings": dict(sorted(kinds.items())),

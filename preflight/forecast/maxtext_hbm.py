@@ -36,8 +36,9 @@ from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_par
 # Fitted to the compiled llama3-8b dev job and llama3-70b dev job cut to 8 layers (benchmarks/maxtext_hbm.py).
 GATHERED_SHARE = 0.91
 LOGIT_BYTES = 3.95
-# Fitted to the Llama 3.1 70B v6e-256 recipe (27.0 GiB compiled of 31.24 usable); checked on the 8B v6e-8, v6e-16
-# and v6e-256 and the 70B v6e-32 and v6e-64 recipes, each compiled to 26.9-28.0 GiB where every layer's would not fit.
+# Fitted to the Llama 3.1 70B v6e-256 recipe (27.0 GiB compiled of 31.24 usable), the lowest of the recipes that
+# gave up prefetching (8B v6e-8, 8B v6e-16, 70B v6e-32, 70B v6e-64 stopped at 26.9-28.0 GiB, 0.86-0.90 of usable):
+# a lower edge, so the estimate of those runs is 0-3 % low.
 PREFETCH_CEILING = 0.865
 PREFETCHED_LAYERS = 2
 ACTIVATION_BYTES = 2  # dtype: bfloat16

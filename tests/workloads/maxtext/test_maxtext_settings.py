@@ -40,6 +40,11 @@ CASES = [
     ({"datasetType": "grain"}, "extraArgs.grain_train_files"),
     ({"datasetType": "grain", "extraArgs": {"grain_train_files": "gs://b/train*.arrayrecord"}}, None),
     ({"modelName": "llama3.1-70b", "extraArgs": {"weight_dtype": "bfloat16"}}, None),
+    ({"extraArgs": {"dump_hlo_module_name": ""}}, None),  # pyconfig gives the empty string back
+    ({"extraArgs": {"lora_rank": "8"}}, "extraArgs.lora_rank"),  # a field of the nested lora setting, set flat
+    ({"extraArgs": {"override_model_config": "1", "base_num_decoder_layers": "8"}}, None),
+    ({"name": "off"}, "name"),  # the run name MaxText reads as a boolean
+    ({"runName": "1e5"}, "runName"),
 ]
 
 
@@ -48,7 +53,7 @@ def maxtext_refusal(job: MaxTextJobConfig) -> str | None:
     arguments = {**job.own_arguments("gs://bucket/maxtext"), **job.extra_args}
     argv = ["train", str(BASE_YML), *(f"{key}={value}" for key, value in arguments.items() if value is not None)]
     try:
-        pyconfig.initialize(argv)
+        pyconfig._initialize_pydantic(argv)  # what initialize() calls, without writing /dev/termination-log
     except (ValueError, TypeError) as error:  # pydantic's ValidationError is a ValueError
         return str(error)
     return None
@@ -64,6 +69,8 @@ def test_the_offline_check_and_maxtext_agree(edit, refused_key):
     else:
         assert refusal is not None, "MaxText takes what preflight refuses"
         assert [problem.path for problem in problems] == [f"job.{refused_key}"]
+        setting = {"name": "run_name", "runName": "run_name"}.get(refused_key, refused_key.rpartition(".")[2])
+        assert setting in refusal, f"MaxText refused for another reason: {refusal[:300]}"
 
 
 def test_the_check_quotes_maxtexts_own_words():
