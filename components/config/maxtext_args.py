@@ -211,9 +211,22 @@ def _model_config_problems(
         )
 
 
+# What MaxText's data input rules read (types.py, "Data input validations").
+_DATASET_KEYS = (
+    "dataset_type",
+    "hf_path",
+    "grain_train_files",
+    "grain_train_mixture_config_path",
+    "grain_file_type",
+    "dataset_path",
+    "dataset_name",
+    "train_split",
+)
+
+
 def _dataset_problems(settings: MaxTextSettings, path: str, values: Mapping[str, Any]) -> Iterator[ConfigProblem]:
     """MaxText's data input rules (types.py, "Data input validations"), in its own words."""
-    data = {**settings.dataset_defaults, **{key: values[key] for key in settings.dataset_defaults if key in values}}
+    data = {key: values.get(key, settings.defaults[key]) for key in _DATASET_KEYS}
     kind = data["dataset_type"]
     if kind == "hf" and not data["hf_path"]:
         yield ConfigProblem(

@@ -2,7 +2,8 @@
 
 MaxText (maxtext/configs/pyconfig.py) parses each `key=value` with OmegaConf, refuses a key that is not a field of
 its pydantic MaxTextConfig (maxtext/configs/types.py), validates each value against the field's type, refuses a key a
-model's config sets unless `override_model_config=true`, and checks the dataset keys together. The Pulumi program has
+model's config sets unless `override_model_config=true`, and checks the dataset keys together, over base.yml's
+defaults (written here too, for the keys preflight reads unset). The Pulumi program has
 no MaxText, so the config checks (components/config/maxtext_args.py) read this file instead;
 tests/workloads/maxtext/test_maxtext_facts.py fails when it no longer matches the installed MaxText.
 
@@ -20,17 +21,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-# The base.yml defaults the dataset rule reads (maxtext/configs/types.py, "Data input validations").
-DATASET_KEYS = (
-    "dataset_type",
-    "hf_path",
-    "grain_train_files",
-    "grain_train_mixture_config_path",
-    "grain_file_type",
-    "dataset_path",
-    "dataset_name",
-    "train_split",
-)
 _CONSTRAINTS = ("ge", "gt", "le", "lt")
 
 
@@ -64,12 +54,11 @@ def describe(annotation: Any) -> list[Any]:
 def settings() -> dict[str, Any]:
     import maxtext
     import omegaconf
-    import yaml
     from maxtext.configs import types
 
     fields = dict(types.MaxTextConfig.model_fields)
     configs = Path(maxtext.__file__).parent / "configs"
-    base = yaml.safe_load((configs / "base.yml").read_text())
+    base = omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.load(configs / "base.yml"))
     models = {  # as MaxText loads them (OmegaConf), to compare with an argument's value as MaxText does
         path.stem: omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.load(path)) or {}
         for path in sorted((configs / "models").glob("*.yml"))
@@ -78,20 +67,19 @@ def settings() -> dict[str, Any]:
     return {
         "maxtext": version("maxtext"),
         "settings": dict(sorted(kinds.items())),
-        "dataset_defaults": {key: base[key] for key in DATASET_KEYS},
+        "defaults": base,
         "model_configs": models,
     }
 
 
 def as_text(facts: dict[str, Any]) -> str:
-    """One setting and one model per line, so that a MaxText pin change reads as a short diff."""
-    lines = [
-        f' "maxtext": {json.dumps(facts["maxtext"])},',
-        ' "dataset_defaults": ' + json.dumps(facts["dataset_defaults"]) + ",",
-    ]
-    for section in ("settings", "model_configs"):
+    """One setting, default and model per line, so that a MaxText pin change reads as a short diff."""
+    sections = ("settings", "defaults", "model_configs")
+    lines = [f' "maxtext": {json.dumps(facts["maxtext"])},']
+    for section in sections:
         entries = [f"  {json.dumps(name)}: {json.dumps(value)}" for name, value in facts[section].items()]
-        lines.append(f' "{section}": {{\n' + ",\n".join(entries) + "\n }" + ("," if section == "settings" else ""))
+        close = "\n }" + ("," if section != sections[-1] else "")
+        lines.append(f' "{section}": {{\n' + ",\n".join(entries) + close)
     return "{\n" + "\n".join(lines) + "\n}\n"
 
 

@@ -45,7 +45,7 @@ class MaxTextSettings:
 
     version: str
     kinds: Mapping[str, list]  # setting -> the alternatives its type accepts (gen_maxtext_settings.describe)
-    dataset_defaults: Mapping[str, object]  # base.yml's values for the keys the dataset rule reads
+    defaults: Mapping[str, object]  # base.yml's value of each setting, as MaxText loads it
     model_configs: Mapping[str, Mapping[str, object]]  # model -> what its configs/models/<model>.yml sets
 
     @property
@@ -61,7 +61,7 @@ class MaxTextSettings:
 @cache
 def maxtext_settings() -> MaxTextSettings:
     facts = json.loads(SETTINGS_FILE.read_text())
-    return MaxTextSettings(facts["maxtext"], facts["settings"], facts["dataset_defaults"], facts["model_configs"])
+    return MaxTextSettings(facts["maxtext"], facts["settings"], facts["defaults"], facts["model_configs"])
 
 
 def unknown_model(name: str) -> str | None:

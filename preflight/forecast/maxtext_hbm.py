@@ -26,7 +26,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
+from components.facts.maxtext import maxtext_settings
 from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES
 from components.facts.models import ModelArchitecture
 from components.facts.topology import GIB
@@ -43,15 +45,6 @@ PREFETCH_CEILING = 0.865
 PREFETCHED_LAYERS = 2
 ACTIVATION_BYTES = 2  # dtype: bfloat16
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-# MaxText's base.yml defaults for what the estimate reads.
-DEFAULTS = {
-    "per_device_batch_size": "12.0",
-    "max_target_length": "2048",
-    "weight_dtype": "float32",
-    "mu_dtype": "",
-    "remat_policy": "full",
-    "decoder_layer_input": "device",
-}
 # Tensors a decoder layer names for remat (maxtext/layers: checkpoint_name), and what each policy saves on device.
 _DOTS = ("query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo")
 POLICY_SAVES: dict[str, tuple[str, ...]] = {
@@ -69,6 +62,15 @@ POLICY_SAVES: dict[str, tuple[str, ...]] = {
     "none": (*_DOTS, "context"),  # no remat at all: at least every named tensor (an underestimate)
 }
 CUSTOM_TENSORS = ("decoder_layer_input", "context", *_DOTS)
+# What the estimate reads, where a job leaves MaxText's base.yml default (components/facts/maxtext_settings.json).
+DEFAULTED = ("per_device_batch_size", "max_target_length", "weight_dtype", "mu_dtype", "remat_policy", *CUSTOM_TENSORS)
+
+
+@cache
+def base_yml_defaults() -> dict[str, str]:
+    """The defaults as the job's own arguments come: text."""
+    defaults = maxtext_settings().defaults
+    return {key: str(defaults[key]) for key in DEFAULTED}
 
 
 class NoEstimate(ValueError):
@@ -123,7 +125,7 @@ def saved_tensors(args: Mapping[str, str]) -> tuple[str, ...]:
     """The tensors each layer keeps in HBM for its backward under the job's remat policy."""
     policy = args["remat_policy"]
     if policy == "custom":
-        return tuple(name for name in CUSTOM_TENSORS if args.get(name, "remat") == "device")
+        return tuple(name for name in CUSTOM_TENSORS if args[name] == "device")
     if policy not in POLICY_SAVES:
         raise NoEstimate(f"remat_policy={policy} is not one MaxText knows (allowed: custom, {', '.join(POLICY_SAVES)})")
     return ("decoder_layer_input", *POLICY_SAVES[policy])  # the scan's carry, each layer's input
@@ -134,7 +136,7 @@ def estimate(
 ) -> HbmEstimate:
     """HBM per chip of the job's step on chips with `usable_bytes` each; NoEstimate when its model or options are
     outside the estimate."""
-    args = {**DEFAULTS, **parse_overrides(maxtext_args)}
+    args = {**base_yml_defaults(), **parse_overrides(maxtext_args)}
     arch = MAXTEXT_ARCHITECTURES.get(args.get("model_name", "default"))
     if arch is None:
         raise NoEstimate(f"no instant estimate for model {args.get('model_name', 'default')} (dense Llama family only)")
