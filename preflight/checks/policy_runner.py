@@ -67,13 +67,22 @@ def new_servicer() -> PolicyAnalyzerServicer:
 def load_pack_config(path: Path) -> dict[str, Any]:
     """A --policy-pack-config JSON file."""
     try:
-        config = json.loads(path.read_text())
+        text = path.read_text()
     except OSError as error:
         raise PackConfigError(f"{path}: cannot be read ({error.strerror}) (allowed: a JSON file)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise PackConfigError(f"{path}: not valid JSON: {error}") from None
+    return parse_pack_config(text, str(path))
+
+
+def parse_pack_config(text: str, source: str) -> dict[str, Any]:
+    """A pack config's JSON text; ``source`` names where it came from in a refusal."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PackConfigError(f"{source}: not valid JSON: {error}") from None
     if not isinstance(config, dict):
-        raise PackConfigError(f"{path}: is a JSON {type(config).__name__} (allowed: an object of policy names)")
+        raise PackConfigError(f"{source}: is a JSON {type(config).__name__} (allowed: an object of policy names)")
     return config
 
 

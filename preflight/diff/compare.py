@@ -120,8 +120,15 @@ def _verdict_key(verdict: policy_runner.Verdict) -> tuple[str, str, str, str]:
     return verdict.policy, verdict.level, verdict.urn, verdict.message
 
 
-def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mapping[str, Any] | None = None) -> PlanDiff:
-    """The difference between two plans (``Plan.to_json()`` shapes); base may be empty ``{}``."""
+def compare(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    pack_config: Mapping[str, Any] | None = None,
+    base_pack_config: Mapping[str, Any] | None = None,
+) -> PlanDiff:
+    """The difference between two plans (``Plan.to_json()`` shapes); base may be empty ``{}``. Each side is
+    judged by its own pack config: the head by ``pack_config``, the base by ``base_pack_config`` (default: the
+    head's)."""
     base_resources = {r["urn"]: r for r in base.get("resources", [])}
     head_resources = {r["urn"]: r for r in head.get("resources", [])}
     result = PlanDiff(
@@ -151,7 +158,8 @@ def compare(base: Mapping[str, Any], head: Mapping[str, Any], pack_config: Mappi
     result.changed.sort(key=lambda change: (not change.replaced, change.urn))
     replaced = [change.urn for change in result.replaced]
     result.dependents = replacements.dependents(replaced, result.head_resources, set(replaced))
-    base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, pack_config)} if base else {}
+    base_config = pack_config if base_pack_config is None else base_pack_config
+    base_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(base, base_config)} if base else {}
     head_verdicts = {_verdict_key(v): v for v in policy_runner.evaluate(head, pack_config)}
     result.new_verdicts = [v for key, v in head_verdicts.items() if key not in base_verdicts]
     result.resolved_verdicts = [v for key, v in base_verdicts.items() if key not in head_verdicts]

@@ -167,6 +167,14 @@ def plan_revisions(root: Path, ref: str, label: str, stack: str, workdir: Path) 
         _git("worktree", "remove", "--force", str(tree), cwd=root)
 
 
+def pack_config_at(root: Path, ref: str, stack: str) -> dict[str, Any]:
+    """``policies/config.<stack>.json`` as it was at ``ref`` (no config where it did not exist): the base is
+    judged by the rules it was deployed under, not the working tree's."""
+    path = f"policies/config.{stack}.json"
+    shown = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True, text=True, check=False)
+    return policy_runner.parse_pack_config(shown.stdout, f"{path} at {ref}") if shown.returncode == 0 else {}
+
+
 def default_base(root: Path) -> str:
     return _git("merge-base", "main", "HEAD", cwd=root)
 
@@ -182,7 +190,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="stdout as +/~/- lines (colour on a terminal) or Markdown for a PR (default: terminal on a terminal)",
     )
     parser.add_argument(
-        "--pack-config", type=Path, help="policy pack config JSON (default: policies/config.<stack>.json)"
+        "--pack-config",
+        type=Path,
+        help="policy pack config JSON for both sides (default: each side's own policies/config.<stack>.json)",
     )
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="the checkout to diff (default: cwd)")
     return parser.parse_args(argv)
@@ -193,13 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     root = Path(_git("rev-parse", "--show-toplevel", cwd=args.project_dir))
     try:
-        config = (
-            policy_runner.load_pack_config(args.pack_config)
-            if args.pack_config
-            else policy_runner.pack_config_for_stack(args.stack, root)
-        )
         ref = args.base or default_base(root)
         label = _git("rev-parse", "--short", ref, cwd=root)
+        if args.pack_config:  # one config, given for both sides
+            config = base_config = policy_runner.load_pack_config(args.pack_config)
+        else:
+            config = policy_runner.pack_config_for_stack(args.stack, root)
+            base_config = pack_config_at(root, ref, args.stack)
         with tempfile.TemporaryDirectory(prefix="trainyard-diff-") as tmp:
             base, head = plan_revisions(root, ref, label, args.stack, Path(tmp))
     except (DiffError, policy_runner.PackConfigError) as error:
@@ -209,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base_label = f"{ref} ({label})" if label != ref else ref
     with progress("comparing the two plans"):
-        diff = compare(base or {}, head, config)
+        diff = compare(base or {}, head, config, base_config)
     markdown = render_markdown(diff, base_label)
     unplanned = f"The base `{ref}` could not be planned: every resource shows as added."
     if base is None:

@@ -256,3 +256,28 @@ def test_a_workload_leaving_the_stack_says_whether_it_keeps_running():
 def test_the_working_tree_of_this_code_is_planned_in_process(dev_plan, tmp_path):
     assert revisions.runs_this_code(PROJECT_DIR) and not revisions.runs_this_code(tmp_path)
     assert revisions.plan_here(PROJECT_DIR, "dev")["resources"] == dev_plan.to_json()["resources"]
+
+
+def test_each_side_is_judged_by_its_own_pack_config():
+    """A head whose pack config makes the budget mandatory and lower fails it; the base, judged by its own
+    (default) config, did not: the verdict is new in the diff, not 'no change'."""
+    plan = fx.plan(fx.good_stack())
+    strict = {"cost-within-budget": {"enforcementLevel": "mandatory", "maxUsdPerHour": 1}}
+    result = compare.compare(plan, plan, strict, base_pack_config={})
+    assert [(v.policy, v.level) for v in result.new_verdicts] == [("cost-within-budget", "mandatory")]
+    assert compare.compare(plan, plan, strict).new_verdicts == []  # one config for both: nothing changed
+
+
+def test_the_base_pack_config_is_read_at_the_base_revision(tmp_path):
+    clone = tmp_path / "clone"
+    _git("clone", "--quiet", "--no-hardlinks", str(PROJECT_DIR), str(clone), cwd=tmp_path)
+    config = clone / "policies" / "config.dev.json"
+    config.write_text('{"cost-within-budget": {"maxUsdPerHour": 5}}')
+    _commit_all(clone, "a budget")
+    config.write_text('{"cost-within-budget": {"maxUsdPerHour": 50}}')
+    assert revisions.pack_config_at(clone, "HEAD", "dev") == {"cost-within-budget": {"maxUsdPerHour": 5}}
+    assert revisions.pack_config_at(clone, "HEAD~1", "dev") == {}  # absent there: every default
+    config.write_text("[1]")
+    _commit_all(clone, "a broken config")
+    with pytest.raises(revisions.policy_runner.PackConfigError, match=r"config.dev.json at HEAD: is a JSON list"):
+        revisions.pack_config_at(clone, "HEAD", "dev")
