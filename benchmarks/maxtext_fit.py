@@ -46,7 +46,7 @@ SEED_JOBS: dict[str, list[str]] = {
 
 
 def measure(job: str) -> dict:
-    command = [sys.executable, "-m", "workloads.maxtext.fit", *TWO_V6E_16, "--name", f"seed-{job}", "--json"]
+    command = [sys.executable, "-m", "tools.maxtext_fit.fit", *TWO_V6E_16, "--name", f"seed-{job}", "--json"]
     started = time.monotonic()
     process = subprocess.Popen(
         [*command, "--", *SEED_JOBS[job]], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True

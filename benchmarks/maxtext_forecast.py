@@ -33,8 +33,8 @@ from components.facts.maxtext import slice_flags
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
 from preflight.forecast.calibration import tpu_calibration
 from preflight.forecast.maxtext import forecast
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
-from workloads.maxtext.hlo_cost import StepWork
+from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
+from tools.maxtext_fit.hlo_cost import StepWork
 
 # The recipes' libtpu flags (benchmarks/xla_flags_library.py in AI-Hypercomputer/maxtext): dense VMEM limit,
 # all-reduce-scatter layout, data-parallel overlap and host offload. Left out: continuation fusion for

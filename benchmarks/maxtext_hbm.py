@@ -5,7 +5,7 @@ it is off) and the four tpu-recipes runs benchmarks/maxtext_forecast.py compiles
 (.cache/fit-check/, keyed as preflight keys them). A job the compiler refused (libtpu: "the total memory required
 for HLO temporaries (N G) exceeds available HBM") is compared on its temporaries: the estimate less the
 arguments (weights and AdamW state). The 70B dev job cut to 8 layers was compiled with the same arguments plus
-`override_model_config=true base_num_decoder_layers=8` (via workloads.maxtext.compile_memory, 2026-11-26): its
+`override_model_config=true base_num_decoder_layers=8` (via tools.maxtext_fit.compile_memory, 2026-11-26): its
 figure is recorded below. Nothing is compiled here; missing jobs are listed with the command that compiles them.
 
     .venv/bin/python benchmarks/maxtext_hbm.py
@@ -30,7 +30,7 @@ from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.maxtext_hbm import HbmEstimate, estimate_for_fit_argv
 from preflight.forecast.maxtext_jobs import fit_check_argv
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
+from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict
 
 GIB = 2**30
 USABLE = USABLE_HBM_BYTES_PER_CHIP["v6e"]

@@ -61,10 +61,12 @@ def trainer_paths(trainer: str) -> tuple[str, ...]:
     return ("workloads/__init__.py", f"workloads/{trainer}")
 
 
-# ...but for what never runs in the cluster: its docs, its make fragment and the local stand-ins (a tiny model,
-# generated data, the local Ray rehearsal), so editing them rolls no image and no job.
+# ...but for what never runs in the cluster: its docs, its make fragment and the local stand-ins (a tiny model with
+# its cut-down tokenizer, generated data, the local Ray rehearsal), so editing them rolls no image and no job.
+# Workstation tools live outside workloads/ (tools/: the MaxText fit check). tests/components/infra/
+# test_deployed_files.py holds what is left to the import closure of the modules the jobs start, plus the build files.
 _LOCAL_ONLY = {
-    "fsdp": ("README.md", "*.mk", "tiny.py", "sample_data.py", "requirements-local.txt"),
+    "fsdp": ("README.md", "*.mk", "tiny.py", "sample_data.py", "llama3_vocab.py", "requirements-local.txt"),
     "maxtext": ("README.md", "*.mk", "local.py"),
 }
 

@@ -1,8 +1,8 @@
 """Step time, tokens/s and MFU of a MaxText job on TPU slices, from what its compiled step does per chip.
 
-The fit check (workloads/maxtext/fit.py) compiles the job's real train step for its topology and reads,
+The fit check (tools/maxtext_fit/fit.py) compiles the job's real train step for its topology and reads,
 per chip and step: matrix FLOPs as compiled (rematerialized forward passes included), HBM traffic, bytes
-sent over ICI and over DCN (workloads/maxtext/hlo_cost.py), and MaxText's own model FLOPs. This module
+sent over ICI and over DCN (tools/maxtext_fit/hlo_cost.py), and MaxText's own model FLOPs. This module
 turns them into time with the chip's facts (components/facts/topology.py):
 
 - the lower bound: every resource busy at its full rate and all of them overlapped, so the step takes
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.facts.topology import TpuGeneration
-from workloads.maxtext.hlo_cost import StepWork
+from tools.maxtext_fit.hlo_cost import StepWork
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,7 @@ def data_parallelism(mesh: MeshShape) -> int:
 
 
 def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:
-    """The estimate for a fit check's arguments (workloads/maxtext/fit_plan.py: slice flags, --, MaxText args)."""
+    """The estimate for a fit check's arguments (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args)."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
     chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])

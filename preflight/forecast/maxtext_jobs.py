@@ -1,7 +1,7 @@
 """The forecast of each MaxText job of a stack, from its cached fit-check verdict (`make fit-check`).
 
 The job's fit-check arguments come from the same entrypoint the stack gives its RayJob; the verdict is found
-by the key `make fit-check` stored it under (workloads/maxtext/fit_cache.py). No verdict: no step forecast, but
+by the key `make fit-check` stored it under (tools/maxtext_fit/fit_cache.py). No verdict: no step forecast, but
 the instant HBM estimate (preflight/forecast/maxtext_hbm.py) judges the job at once: clearly over the chip's usable
 HBM, it cannot run (preflight fails, naming what to change); near it, only the fit check can tell; the compiled
 verdict, once cached, overrides the estimate. The forecast is for the slices the fit check compiled (an elastic
@@ -25,9 +25,9 @@ from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
 from preflight.forecast.maxtext_hbm import NoEstimate, estimate_for_fit_argv
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, cached_verdict
-from workloads.maxtext.fit_plan import fit_argv
-from workloads.maxtext.hlo_cost import StepWork
+from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict
+from tools.maxtext_fit.fit_plan import fit_argv
+from tools.maxtext_fit.hlo_cost import StepWork
 
 # Within this share of the usable HBM the estimate cannot tell fit from no fit: the fit check's compile decides.
 BORDERLINE = 0.15

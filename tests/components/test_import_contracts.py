@@ -35,6 +35,7 @@ PLANTED = [
     ("workloads/maxtext/parallelism.py", "import workloads.maxtext.cli", "the trainer rule files the program"),
     ("workloads/fsdp/config.py", "import components", "the trainers never import the program"),
     ("workloads/maxtext/cli.py", "import preflight", "the trainers never import the program"),
+    ("workloads/maxtext/train.py", "import tools.maxtext_fit.fit", "the trainers never import the program"),
 ]
 
 

@@ -1,4 +1,5 @@
-# MaxText trainer (workloads/maxtext): its own venv (no Pulumi, no torch), tests, local run, fit check.
+# MaxText trainer (workloads/maxtext): its own venv (no Pulumi, no torch), tests, local run, and the fit check
+# (tools/maxtext_fit: a workstation tool in no image, so editing it rolls no job; it runs in this venv).
 # Included by the top-level Makefile, which sets PYTHON (python3.12) and collects TEST_TARGETS.
 
 MAXTEXT_VENV := .venv-maxtext
@@ -24,7 +25,7 @@ $(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
 # -m "" also runs the tests marked slow (the local Ray runs, 1-2 minutes each; about 6 minutes in all),
 # which pyproject's addopts leave out of a bare `pytest`. The big compiles are not tests: see fit-check.
 test-maxtext: $(MAXTEXT_VENV)/.installed
-	$(MAXTEXT_PY) -m pytest tests/workloads/maxtext -q -m ""
+	$(MAXTEXT_PY) -m pytest tests/workloads/maxtext tests/tools/maxtext_fit -q -m ""
 
 # Two CPU workers train a tiny model for 20 steps; MaxText's step lines show the loss falling.
 train-local-maxtext: $(MAXTEXT_VENV)/.installed
@@ -38,12 +39,12 @@ fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
 	@mkdir -p .cache && rm -f $(FIT_PLAN)
 	$(VENV)/bin/python -m preflight --stack $(STACK) --json $(FIT_PLAN) > /dev/null || test -f $(FIT_PLAN)
 	$(WITH_SPINNER) --step "fit-check: compiling" -- \
-		$(MAXTEXT_PY) -m workloads.maxtext.fit_plan $(FIT_PLAN); status=$$?; \
+		$(MAXTEXT_PY) -m tools.maxtext_fit.fit_plan $(FIT_PLAN); status=$$?; \
 		$(VENV)/bin/python -m preflight forecast --stack $(STACK); exit $$status
 
 # The seed's 8B job for 2 x v6e-16, stated by hand (no stack needed).
 fit-check-seed: $(MAXTEXT_VENV)/.installed
-	$(MAXTEXT_PY) -m workloads.maxtext.fit $(MAXTEXT_SEED_8B_SLICES) --name seed-llama3-8b \
+	$(MAXTEXT_PY) -m tools.maxtext_fit.fit $(MAXTEXT_SEED_8B_SLICES) --name seed-llama3-8b \
 		-- $(MAXTEXT_SEED_8B_ARGS)
 
 TEST_TARGETS += test-maxtext

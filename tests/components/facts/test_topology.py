@@ -8,7 +8,7 @@ import pytest
 
 from components.facts import topology
 from tests.helpers.plans import PROJECT_DIR
-from workloads.maxtext.fit import HBM_BYTES_PER_CHIP
+from tools.maxtext_fit.fit import HBM_BYTES_PER_CHIP
 
 V6E_EXPECTED = {
     # topology: (chips, default machine type, VMs, multi-host)

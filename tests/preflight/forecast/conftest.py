@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tests.helpers.plans import PROJECT_DIR
-from workloads.maxtext.fit_cache import KEYED_FILES
+from tools.maxtext_fit.fit_cache import KEYED_FILES
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from preflight.forecast.maxtext_jobs import MaxTextJobForecast, fit_check_argv
 from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
-from workloads.maxtext.fit_cache import CACHE_DIR, cache_key, save_verdict
-from workloads.maxtext.hlo_cost import StepWork
+from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, save_verdict
+from tools.maxtext_fit.hlo_cost import StepWork
 
 V6E = TPU_GENERATIONS["v6e"]
 MXU_EFFICIENCY = tpu_calibration("v6e").efficiency

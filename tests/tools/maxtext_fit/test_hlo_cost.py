@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workloads.maxtext.compile_memory import compile_executable
-from workloads.maxtext.hlo_cost import step_cost
+from tools.maxtext_fit.compile_memory import compile_executable
+from tools.maxtext_fit.hlo_cost import step_cost
 
 TINY = [
     "base_emb_dim=64",

@@ -24,11 +24,11 @@ CACHE_DIR = Path(".cache/fit-check")
 KEYED_FILES = (
     "workloads/maxtext/requirements.txt",
     "workloads/maxtext/constraints.txt",
-    "workloads/maxtext/compile_memory.py",
-    "workloads/maxtext/fit.py",
-    "workloads/maxtext/hlo_cost.py",
-    "workloads/maxtext/hlo_flops.py",
-    "workloads/maxtext/hlo_module.py",
+    "tools/maxtext_fit/compile_memory.py",
+    "tools/maxtext_fit/fit.py",
+    "tools/maxtext_fit/hlo_cost.py",
+    "tools/maxtext_fit/hlo_flops.py",
+    "tools/maxtext_fit/hlo_module.py",
 )
 # MaxText arguments that name, place or schedule the run without changing its step.
 _UNKEYED_ARGUMENTS = ("run_name", "base_output_directory", "checkpoint_period", "steps")
@@ -63,10 +63,10 @@ def cached_verdict(cache_dir: Path, key: str) -> dict[str, Any] | None:
 
 
 def fit_and_cache(fit_argv: Sequence[str], root: Path, cache_dir: Path, quiet: bool = False) -> tuple[int, dict | None]:
-    """Runs the fit check (`python -m workloads.maxtext.fit ... --json`) in its own process (compiles hold GBs),
+    """Runs the fit check (`python -m tools.maxtext_fit.fit ... --json`) in its own process (compiles hold GBs),
     prints its report, keeps its verdict in `cache_dir`; (exit status, verdict or None when it wrote none)."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
-    command = [sys.executable, "-m", "workloads.maxtext.fit", *flags, "--json", "--", *maxtext_args]
+    command = [sys.executable, "-m", "tools.maxtext_fit.fit", *flags, "--json", "--", *maxtext_args]
     stderr = subprocess.DEVNULL if quiet else None
     result = subprocess.run(command, check=False, cwd=root, stdout=subprocess.PIPE, stderr=stderr, text=True)
     verdict = None

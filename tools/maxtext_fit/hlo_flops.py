@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from workloads.maxtext.hlo_module import Instruction, array_dims
+from tools.maxtext_fit.hlo_module import Instruction, array_dims
 
 
 def matmul_flops(instruction: Instruction, shapes: dict[str, str]) -> float:

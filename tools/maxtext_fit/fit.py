@@ -1,6 +1,6 @@
 """Fit check before launch: compile a MaxText job for its TPU slices here, and compare HBM per chip.
 
-    python -m workloads.maxtext.fit --accelerator-type TPU-V6E --topology 4x4 --slices 2 \\
+    python -m tools.maxtext_fit.fit --accelerator-type TPU-V6E --topology 4x4 --slices 2 \\
         --hosts-per-slice 4 --chips-per-host 4 [--hbm-bytes-per-chip 32e9] [--name llama3-8b] [--json] \\
         -- model_name=llama3-8b per_device_batch_size=4 max_target_length=4096 \\
            ici_fsdp_parallelism=4 ici_tensor_parallelism=4
@@ -20,15 +20,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxtext_args
-from workloads.maxtext.compile_memory import (
+from tools.maxtext_fit.compile_memory import (
     CompilerOutOfMemory,
     FitCheckError,
     compile_executable,
     compile_topology_name,
     hbm_need,
 )
-from workloads.maxtext.hlo_cost import StepWork, step_cost
+from tools.maxtext_fit.hlo_cost import StepWork, step_cost
+from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxtext_args
 from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
 from workloads.maxtext.slices import SliceFacts, SliceFactsError
 
@@ -66,7 +66,7 @@ class FitVerdict:
 
 def parse_flags(flags: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m workloads.maxtext.fit", description="Does a MaxText job fit its TPU slices' HBM?"
+        prog="python -m tools.maxtext_fit.fit", description="Does a MaxText job fit its TPU slices' HBM?"
     )
     add_slice_flags(parser)
     parser.add_argument("--hbm-bytes-per-chip", type=float, help="HBM per chip (default: the published figure)")

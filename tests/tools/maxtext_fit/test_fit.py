@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from workloads.maxtext import fit
-from workloads.maxtext.compile_memory import FitCheckError, compile_topology_name
+from tools.maxtext_fit import fit
+from tools.maxtext_fit.compile_memory import FitCheckError, compile_topology_name
 
 # One v6e-4 slice (2x2): a tiny model compiles for it in seconds.
 V6E_4 = ["--accelerator-type", "TPU-V6E", "--topology", "2x2", "--slices", "1", "--hosts-per-slice", "1"]
@@ -27,7 +27,7 @@ TINY = [
 
 def _fit(repo_root, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "workloads.maxtext.fit", *args],
+        [sys.executable, "-m", "tools.maxtext_fit.fit", *args],
         check=False,
         cwd=repo_root,
         capture_output=True,

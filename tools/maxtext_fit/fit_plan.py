@@ -1,11 +1,11 @@
 """Fit-check every MaxText job a stack would start, from preflight's plan JSON.
 
     python -m preflight --stack dev --json .cache/plan-dev.json
-    python -m workloads.maxtext.fit_plan .cache/plan-dev.json
+    python -m tools.maxtext_fit.fit_plan .cache/plan-dev.json
 
-Each RayJob in the plan's manifests that runs `workloads.maxtext.train` is compiled by `workloads.maxtext.fit`
+Each RayJob in the plan's manifests that runs `workloads.maxtext.train` is compiled by `tools.maxtext_fit.fit`
 with the same slice facts and MaxText arguments, one at a time, in its own process (compiles hold GBs).
-Each verdict is kept in .cache/fit-check/ (workloads/maxtext/fit_cache.py), where preflight finds it for the
+Each verdict is kept in .cache/fit-check/ (tools/maxtext_fit/fit_cache.py), where preflight finds it for the
 job's forecast. Exit 0 when every job fits, 1 when one does not (or its compile fails), 2 when the plan has
 none or cannot be read.
 """
@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tools.maxtext_fit.fit_cache import CACHE_DIR, fit_and_cache
 from workloads.maxtext.cli import add_slice_flags, split_maxtext_args
-from workloads.maxtext.fit_cache import CACHE_DIR, fit_and_cache
 
 TRAINER_MODULE = "workloads.maxtext.train"
 
@@ -57,7 +57,7 @@ def _slice_flags(flags: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workloads.maxtext.fit_plan", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.maxtext_fit.fit_plan", description=__doc__.splitlines()[0])
     parser.add_argument("plan", type=Path, help="plan JSON written by `python -m preflight --json`")
     parser.add_argument("--cache", type=Path, default=CACHE_DIR, help=f"where verdicts are kept (default {CACHE_DIR})")
     args = parser.parse_args(argv)

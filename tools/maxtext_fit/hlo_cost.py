@@ -1,8 +1,8 @@
 """What one chip does per step, read from the compiled program's HLO text: matrix FLOPs, HBM traffic, collectives.
 
-Every computation counts as often as it runs (workloads/maxtext/hlo_module.py: XLA's cost_analysis counts a
+Every computation counts as often as it runs (tools/maxtext_fit/hlo_module.py: XLA's cost_analysis counts a
 scanned layer once).
-- FLOPs: `dot` and `convolution` as XLA counts them (workloads/maxtext/hlo_flops.py); attention that runs in
+- FLOPs: `dot` and `convolution` as XLA counts them (tools/maxtext_fit/hlo_flops.py); attention that runs in
   Pallas kernels has none in the HLO and is counted as kernels (the fit check adds MaxText's own count).
 - Collectives within a slice (ICI): all-gather, reduce-scatter, all-reduce, all-to-all and collective
   permute, with the bytes each chip sends over its links in a ring of the group's size.
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.maxtext.hlo_flops import matmul_flops
-from workloads.maxtext.hlo_module import (
+from tools.maxtext_fit.hlo_flops import matmul_flops
+from tools.maxtext_fit.hlo_module import (
     Computation,
     Instruction,
     array_bytes,

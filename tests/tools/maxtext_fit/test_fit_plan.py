@@ -7,8 +7,8 @@ import shlex
 import subprocess
 import sys
 
-from workloads.maxtext.fit_cache import cache_key, cached_verdict
-from workloads.maxtext.fit_plan import maxtext_jobs
+from tools.maxtext_fit.fit_cache import cache_key, cached_verdict
+from tools.maxtext_fit.fit_plan import maxtext_jobs
 
 TINY = [
     "base_emb_dim=64",
@@ -86,7 +86,7 @@ def test_one_job_that_does_not_fit_fails_the_check_and_each_verdict_is_cached(re
     plan.write_text(json.dumps(plan_json))
     cache = tmp_path / "cache"
     run = subprocess.run(
-        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan), "--cache", str(cache)],
+        [sys.executable, "-m", "tools.maxtext_fit.fit_plan", str(plan), "--cache", str(cache)],
         cwd=repo_root,
         capture_output=True,
         text=True,
@@ -122,7 +122,7 @@ def test_plan_without_maxtext_jobs_exits_2(repo_root, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"manifests": []}))
     run = subprocess.run(
-        [sys.executable, "-m", "workloads.maxtext.fit_plan", str(plan)],
+        [sys.executable, "-m", "tools.maxtext_fit.fit_plan", str(plan)],
         cwd=repo_root,
         capture_output=True,
         text=True,
