@@ -2,18 +2,27 @@
 account token, for every pod template the stack builds (Jobs, Deployments, DaemonSets, Ray head and workers).
 
 Allow-lists name `Kind/namespace/name` (policies/allow_lists.py); by default only the NCCL installer, an accepted
-risk, is listed.
+risk, is listed. The token rule is judged over the whole stack: a pod may mount its token when a binding of the
+stack grants its account API access, whatever the pod is named.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs
+from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from policies.allow_lists import unlisted_workload
+from policies.allow_lists import HOST_LEVEL_WORKLOADS, unlisted_workload, workload_ref
 from policies.props import is_true, is_unknown, items, lookup
-from policies.workloads import RAY_KINDS, PodTemplate, containers, pod_templates, ray_cluster_spec
+from policies.workloads import (
+    RAY_KINDS,
+    PodTemplate,
+    containers,
+    kind_of,
+    namespace_of,
+    pod_templates,
+    ray_cluster_spec,
+)
 
 # The one capability the restricted Pod Security profile lets a container add (Kubernetes docs: Pod Security
 # Standards, restricted: "Capabilities").
@@ -69,28 +78,59 @@ def _identity_problems(context: Any) -> list[str]:
     return problems
 
 
-def service_account_token_only_where_needed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Pods mount no Kubernetes API token unless they call the API (automountServiceAccountToken: false).
+def service_account_token_only_where_needed(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Pods mount a Kubernetes API token only when their account is granted API access in the stack.
 
     A mounted token is the pod's Kubernetes identity: whoever runs code in the pod can use it against the API
-    server. Trainers need none (Workload Identity goes through the GKE metadata server, GCS FUSE through the CSI
-    driver's own token request); a Ray head whose in-tree autoscaler calls the API is the exception, and
-    workloads named in allowedApiToken.
+    server. A pod calls the API only to use what a RoleBinding or ClusterRoleBinding of the stack grants its
+    service account (Kueue's controller); an account granted nothing needs no token (trainers: Workload Identity
+    goes through the GKE metadata server, GCS FUSE through the CSI driver's own token request), so its pods set
+    automountServiceAccountToken false. A Ray head whose in-tree autoscaler calls the API (KubeRay binds its
+    account) is the other case, and workloads named in allowedApiToken.
     """
-    target = unlisted_workload(args, "allowedApiToken")
-    if target is None:
-        return
-    kind, workload = target
-    autoscaled = kind in RAY_KINDS and is_true(lookup(ray_cluster_spec(kind, args.props), "enableInTreeAutoscaling"))
-    for template in pod_templates(kind, args.props):
+    allowed = args.get_config().get("allowedApiToken", list(HOST_LEVEL_WORKLOADS))
+    granted = granted_accounts(args.resources)
+    for resource in args.resources:
+        kind = kind_of(resource.resource_type)
+        if kind is None or workload_ref(kind, resource.props, resource.name) in allowed:
+            continue
+        for problem in _token_problems(kind, resource.props, granted):
+            report_violation(
+                f"{kind} '{workload_ref(kind, resource.props, resource.name)}' {problem}; set it false, bind the "
+                "account to the role it calls the API with, or name the workload in allowedApiToken.",
+                resource.urn,
+            )
+
+
+def granted_accounts(resources: Any) -> set[tuple[str, str]]:
+    """(namespace, name) of every service account a RoleBinding or ClusterRoleBinding of the stack names."""
+    granted = set()
+    for resource in resources:
+        if kind_of(resource.resource_type) not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        for subject in items(resource.props, "subjects"):
+            if lookup(subject, "kind") == "ServiceAccount" and isinstance(lookup(subject, "name"), str):
+                namespace = lookup(subject, "namespace")
+                granted.add(
+                    (namespace if isinstance(namespace, str) else namespace_of(resource.props), subject["name"])
+                )
+    return granted
+
+
+def _token_problems(kind: str, props: Any, granted: set[tuple[str, str]]) -> list[str]:
+    autoscaled = kind in RAY_KINDS and is_true(lookup(ray_cluster_spec(kind, props), "enableInTreeAutoscaling"))
+    problems = []
+    for template in pod_templates(kind, props):
         if autoscaled and template.where.endswith("headGroupSpec"):
             continue
         mounted = lookup(template.spec, "automountServiceAccountToken")
-        if is_unknown(mounted) or mounted is False:
+        account = lookup(template.spec, "serviceAccountName")
+        account = account if isinstance(account, str) else "default"
+        if is_unknown(mounted) or mounted is False or (namespace_of(props), account) in granted:
             continue
         shown = "unset (Kubernetes mounts it)" if mounted is None else repr(mounted)
-        report_violation(
-            f"{kind} '{workload}' {template.where}: automountServiceAccountToken is {shown}; set it false, or name "
-            "the workload in allowedApiToken if it calls the Kubernetes API.",
-            None,
+        problems.append(
+            f"{template.where}: automountServiceAccountToken is {shown}, but no binding of the stack grants "
+            f"its account '{account}' API access"
         )
+    return problems

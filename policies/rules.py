@@ -189,7 +189,7 @@ POLICIES: list[Policy] = [
     resource_policy(secret_rules.no_secret_literals),
     resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),
     resource_policy(pod_rules.pods_run_restricted, config=UNRESTRICTED_CONFIG),
-    resource_policy(pod_rules.service_account_token_only_where_needed, config=API_TOKEN_CONFIG),
+    stack_policy(pod_rules.service_account_token_only_where_needed, config=API_TOKEN_CONFIG),
     resource_policy(identity_rules.no_cluster_admin_bindings),
     resource_policy(exposure_rules.ray_ports_stay_in_the_cluster),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),

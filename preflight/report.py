@@ -84,6 +84,12 @@ def summary(resource: Registration) -> str:
     return "  ".join([kind, resource.name, *([f"[{', '.join(details)}]"] if details else [])])
 
 
+# Components that apply an upstream release whole: the tree folds their many objects (RBAC, CRDs, webhooks) into
+# one line and shows only what runs.
+FOLDED_COMPONENTS = ("trainyard:k8s:KueueRelease",)
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
+
+
 def _tree_lines(resources: list[Registration]) -> Iterator[str]:
     children: dict[str | None, list[Registration]] = {}
     urns = {resource.urn for resource in resources}
@@ -93,8 +99,20 @@ def _tree_lines(resources: list[Registration]) -> Iterator[str]:
 
     def walk(parent: str | None, depth: int) -> Iterator[str]:
         for resource in children.get(parent, []):
+            if resource.type in FOLDED_COMPONENTS:
+                yield from folded(resource, depth)
+                continue
             yield "  " * depth + ("" if resource.custom else "+ ") + summary(resource)
             yield from walk(resource.urn, depth + 1)
+
+    def folded(component: Registration, depth: int) -> Iterator[str]:
+        """An upstream release: one line with its counts, then only its workloads (what runs)."""
+        objects = children.get(component.urn, [])
+        kinds = Counter(resource.type.rsplit(":", 1)[-1] for resource in objects)
+        yield "  " * depth + f"+ {summary(component)}  [{len(objects)} objects of {len(kinds)} kinds; --json has each]"
+        for resource in objects:
+            if resource.type.rsplit(":", 1)[-1] in WORKLOAD_KINDS:
+                yield "  " * (depth + 1) + summary(resource)
 
     yield from walk(None, 0)
 

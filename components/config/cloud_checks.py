@@ -10,6 +10,7 @@ from itertools import combinations
 from components.config.models import StackConfig
 from components.config.problem import ConfigProblem
 from components.facts import cloud_rules, topology
+from components.facts.kueue_release import vendored_versions
 
 PODS_PER_NODE_RANGE = cloud_rules.POD_RANGE_PER_NODE.limit
 
@@ -212,6 +213,13 @@ def _kueue_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "trainyard:kueue.version",
             config.kueue.version,
             f"cannot serve {cloud_rules.KUEUE_API_VERSION}, which the stack applies (allowed: {rule.allowed})",
+        )
+    elif config.kueue.install and config.kueue.version not in vendored_versions():
+        yield ConfigProblem(
+            "trainyard:kueue.version",
+            config.kueue.version,
+            f"has no vendored release manifests (allowed: {', '.join(vendored_versions())}; vendor another with "
+            "`python -m components.facts.releases.gen_kueue`)",
         )
 
 

@@ -107,10 +107,9 @@ class KueueConfig(ConfigModel):
     """Kueue's release and the queues every workload of the stack goes through."""
 
     install: bool = True
-    """Install Kueue's release (the OCI Helm chart)."""
-    # The OCI Helm chart of this release (registry.k8s.io/kueue/charts/kueue); CRD schemas match v0.19.2.
+    """Install Kueue's release (its vendored manifests, object by object)."""
     version: str = Field("v0.19.2", pattern=VERSION_TAG)
-    """Kueue release; the vendored CRD schemas match v0.19.2."""
+    """Kueue release: one whose manifests are vendored in components/facts/releases/ (v0.19.2)."""
     namespace: str = Field("kueue-system", pattern=DNS_LABEL, max_length=63)
     """Kueue's namespace."""
     cluster_queue: str = Field("trainyard", pattern=DNS_LABEL, max_length=63)

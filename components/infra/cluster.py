@@ -111,6 +111,9 @@ class Cluster(pulumi.ComponentResource):
             # Without it the provider guesses "another cluster" from any change of the kubeconfig's server or
             # CA (a CA rotation, an endpoint move) and replaces every Kubernetes object of the stack.
             cluster_identifier=f"{args.project}/{args.zone}/{args.cluster.name}",
+            # Server-side apply (the provider's default since v4, stated): Kueue's Workload CRD (~690 KB) is far
+            # over the 256 KiB last-applied annotation client-side apply would write, as Kueue's install says.
+            enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )
         self.register_outputs(

@@ -5,14 +5,13 @@ the system pool (Ray heads and other CPU pods); one ClusterQueue whose quotas ar
 maximum scale; the `dws-prov` AdmissionCheck with its ProvisioningRequestConfig, applied only on the DWS
 flavors; a LocalQueue in the workload namespace.
 
-The release is the OCI Helm chart (helm.v4.Chart, expanded by the provider plugin): it is the one way to
-set the controller's feature gates without copying upstream YAML, and preflight cannot see inside it. Every
-object built here is plain typed input, so preflight schema-checks all of them.
+The release is Kueue's own manifests for the pinned tag, vendored and applied object by object
+(components/kube/kueue_release.py), with trainyard's manager configuration and feature gates, and the controller
+on the system pool. Every object built here is plain typed input, so preflight checks all of them.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -31,14 +30,15 @@ from components.facts.gke import (
 )
 from components.infra.cluster import SYSTEM_POOL_NAME
 from components.kube.dranet import dcn_nic_count, nics_per_worker
+from components.kube.kueue_release import KueueRelease, KueueReleaseArgs
 
 API_VERSION = cloud_rules.KUEUE_API_VERSION
-CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 # The Kinds trainyard queues, as Kueue's integrations name them: FSDP and smoke Jobs, MaxText RayJobs, the
 # standalone RayCluster. A Kind left out is not managed (its objects start without quota).
 INTEGRATIONS = {"Job": "batch/job", "RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}
-# Kueue's manager configuration. A value for it replaces the chart's whole default, so this restates the chart's
-# client rate limits and controller concurrency, and says what trainyard relies on (docs/cloud-facts.md: Kueue
+# Kueue's manager configuration: these top-level settings replace the release's own (its health, metrics, webhook
+# and leader-election settings stay), restating its client rate limits and controller concurrency, and saying
+# what trainyard relies on (docs/cloud-facts.md: Kueue
 # requeues workloads whose pods are not ready): every pod of an admitted workload ready within 30 minutes (image
 # pulls on new nodes), a lost pod replaced within 30 minutes (a DWS reclaim leaves replacement pods with no
 # nodes), else the workload is evicted and requeued, without a limit (the count never resets, and a long
@@ -237,23 +237,20 @@ class Kueue(pulumi.ComponentResource):
 
     def _release(self) -> list[pulumi.Resource]:
         kueue = self._args.kueue
-        opts = pulumi.ResourceOptions(parent=self, provider=self._args.provider)
-        namespace = k8s.core.v1.Namespace(
-            kueue.namespace, metadata=k8s.meta.v1.ObjectMetaArgs(name=kueue.namespace), opts=opts
-        )
-        gates = [{"name": "ElasticJobsViaWorkloadSlices", "enabled": True}] if self._args.elastic_jobs else []
-        values: dict = {"managerConfig": {"controllerManagerConfigYaml": json.dumps(MANAGER_CONFIG, indent=2)}}
-        if gates:
-            values["controllerManager"] = {"featureGates": gates}
-        chart = k8s.helm.v4.Chart(
+        gates = {"ElasticJobsViaWorkloadSlices": True} if self._args.elastic_jobs else {}
+        release = KueueRelease(
             "kueue",
-            chart=CHART,
-            version=kueue.version.removeprefix("v"),
-            namespace=kueue.namespace,
-            values=values,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
+            KueueReleaseArgs(
+                version=kueue.version,
+                namespace=kueue.namespace,
+                manager_config=MANAGER_CONFIG,
+                feature_gates=gates,
+                node_selector={NODE_POOL_LABEL: SYSTEM_POOL_NAME},
+                provider=self._args.provider,
+            ),
+            pulumi.ResourceOptions(parent=self),
         )
-        return [namespace, chart]
+        return release.resources
 
     def _topologies(self, flavors: list[Flavor], opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
         """GKE's block / sub-block / host / node levels, when a flavor places by them. A ClusterQueue whose TAS

@@ -1,6 +1,6 @@
 """Kueue's objects as a plan holds them, read as Kueue v0.19.2 reads them (admission.py plays the admission).
 
-- the release's manager configuration and feature gates (the chart's values);
+- the release's manager configuration and feature gates (its ConfigMap, the controller's --feature-gates);
 - a LocalQueue's ClusterQueue: resource groups, flavors in order, admission checks;
 - a workload's pod sets as each integration builds them (`pkg/controller/jobs/{job,raycluster,rayjob}`), and
   the DRA devices a pod's claims count as (`pkg/dra/claims.go`).
@@ -8,14 +8,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from components.facts import gke
+from components.facts import kueue_release
+from components.facts.kueue_release import manager_config
 from components.kube.kueue import MANAGER_CONFIG
 from policies.props import items, lookup
 from preflight.checks.pods import add_requests
@@ -65,23 +63,13 @@ class Queue:
 
 
 def kueue_setup(resources: Iterable[Mapping[str, Any]]) -> KueueSetup:
-    chart = next(
-        (
-            r["inputs"]
-            for r in resources
-            if r["type"] == gke.HELM_CHART_TYPE and str(r["inputs"].get("chart", "")).endswith("/kueue")
-        ),
-        None,
-    )
-    # Without the chart (trainyard:kueue.install false) the cluster's Kueue is taken to run trainyard's configuration.
-    values = (
-        chart.get("values") or {}
-        if chart
-        else {"managerConfig": {"controllerManagerConfigYaml": json.dumps(MANAGER_CONFIG)}}
-    )
-    config = yaml.safe_load(lookup(values, "managerConfig.controllerManagerConfigYaml") or "{}") or {}
+    objects = [r.get("inputs") or {} for r in resources]
+    config = kueue_release.planned_manager_config(objects)
+    # Without the release (trainyard:kueue.install false) the cluster's Kueue is taken to run trainyard's
+    # configuration.
+    config = manager_config({}, MANAGER_CONFIG) if config is None else config
     gates = dict(DEFAULT_GATES)
-    gates.update({g["name"]: bool(g["enabled"]) for g in items(values, "controllerManager.featureGates")})
+    gates.update(kueue_release.planned_feature_gates(objects))
     frameworks = lookup(config, "integrations.frameworks")
     return KueueSetup(
         frameworks=tuple(frameworks) if frameworks is not None else ("batch/job",),

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from policies import rules
-from preflight.engine.sdk import PolicyAnalyzerServicer, proto
+from preflight.engine.sdk import PolicyAnalyzerServicer, properties_converted_once, proto
 
 LEVELS = {proto.MANDATORY: "mandatory", proto.ADVISORY: "advisory", proto.REMEDIATE: "mandatory"}
 _LEVEL_VALUES = {
@@ -220,16 +220,17 @@ def evaluate(plan_json: Mapping[str, Any], pack_config: Mapping[str, Any] | None
     servicer = new_servicer()
     servicer.Configure(reconcile_config(servicer.GetAnalyzerInfo(None, None), pack_config or {}), None)
     verdicts: list[Verdict] = []
-    for request in analyze_requests(plan_json):
+    with properties_converted_once():
+        for request in analyze_requests(plan_json):
+            try:
+                response = servicer.Analyze(request, None)
+            except Exception as error:
+                raise PolicyRunError(f"policy pack raised on {request.urn}: {error!r}") from error
+            verdicts += [_verdict(d, request.urn) for d in response.diagnostics]
         try:
-            response = servicer.Analyze(request, None)
+            response = servicer.AnalyzeStack(analyze_stack_request(plan_json), None)
         except Exception as error:
-            raise PolicyRunError(f"policy pack raised on {request.urn}: {error!r}") from error
-        verdicts += [_verdict(d, request.urn) for d in response.diagnostics]
-    try:
-        response = servicer.AnalyzeStack(analyze_stack_request(plan_json), None)
-    except Exception as error:
-        raise PolicyRunError(f"policy pack raised on the stack: {error!r}") from error
+            raise PolicyRunError(f"policy pack raised on the stack: {error!r}") from error
     verdicts += [_verdict(d, "") for d in response.diagnostics]
     return sorted(verdicts, key=lambda v: (v.level != "mandatory", v.policy, v.urn, v.message))
 

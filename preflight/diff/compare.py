@@ -12,7 +12,7 @@ from typing import Any
 
 from components.facts import cost
 from preflight.checks import policy_runner
-from preflight.diff import replacements
+from preflight.diff import api_updates, replacements
 from preflight.diff.revisions_policy import Revision, revision
 from preflight.forecast.report import plan_forecasts
 
@@ -72,6 +72,12 @@ class PlanDiff:
     base_resources: list[Mapping[str, Any]] = field(default_factory=list)
     dependents: list[replacements.Dependent] = field(default_factory=list)  # what the replacements drag along
     revisions: dict[str, Revision] = field(default_factory=dict)  # a job's new revision, by URN
+    api_verdicts: list[api_updates.ApiVerdict] = field(default_factory=list)  # what the APIs do instead
+
+    @property
+    def refused(self) -> list[api_updates.ApiVerdict]:
+        """Updates an API refuses: `pulumi up` would fail on them."""
+        return [verdict for verdict in self.api_verdicts if verdict.verdict == api_updates.REFUSED]
 
     @property
     def replaced(self) -> list[ResourceChange]:
@@ -155,7 +161,18 @@ def compare(
             delete_first = bool((new.get("options") or {}).get("deleteBeforeReplace"))
             change = ResourceChange(urn, new["type"], new["name"], tuple(changes), retained, delete_first)
             result.changed.append(change)
+            sides = api_updates.Sides(
+                old.get("inputs") or {},
+                new.get("inputs") or {},
+                head.get("config") or {},
+                delete_first,
+                change.replaced,
+            )
+            result.api_verdicts += api_updates.verdicts_for(
+                urn, new["type"], new["name"], [c.path for c in changes], sides, is_workload(new["type"])
+            )
     result.changed.sort(key=lambda change: (not change.replaced, change.urn))
+    result.api_verdicts.sort(key=lambda verdict: (verdict.urn, verdict.rule))
     replaced = [change.urn for change in result.replaced]
     result.dependents = replacements.dependents(replaced, result.head_resources, set(replaced))
     base_config = pack_config if base_pack_config is None else base_pack_config

@@ -199,7 +199,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """0: the diff printed; 2: a revision could not be resolved or the working tree not planned."""
+    """0: the diff printed; 1: printed, and an API would refuse an update of it (`pulumi up` would fail); 2: a
+    revision could not be resolved or the working tree not planned."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     root = Path(_git("rev-parse", "--show-toplevel", cwd=args.project_dir))
     try:
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown)
     if args.output:
         args.output.write_text(markdown)
-    return 0
+    return 1 if diff.refused else 0
 
 
 if __name__ == "__main__":

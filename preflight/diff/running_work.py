@@ -6,10 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.facts.gke import CLUSTER_TYPE, HELM_CHART_TYPE, NETWORK_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
+from components.facts import kueue_release
+from components.facts.gke import CLUSTER_TYPE, DEPLOYMENT_TYPE, NETWORK_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
+from preflight.diff import api_updates
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
 from preflight.diff.replacements import Dependent
-from preflight.diff.workloads import all_workloads, pools_on_network, queued_provisioning, workload_name, workloads_on
+from preflight.diff.workloads import (
+    all_workloads,
+    pods_placed_on,
+    pools_on_network,
+    queued_provisioning,
+    workload_name,
+    workloads_on,
+)
 from preflight.engine.plan import integral_as_int
 
 
@@ -105,7 +114,8 @@ def _restarts(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -
     versions = {c.path: c for c in change.changes if c.path in ("minMasterVersion", "version")}
     running = ", ".join(all_workloads(diff.head_resources)) or "no job"
     lines = []
-    if change.type == CLUSTER_TYPE and "minMasterVersion" in versions:
+    ignored = {path for v in diff.api_verdicts if v.urn == change.urn and v.verdict == "ignored" for path in v.paths}
+    if change.type == CLUSTER_TYPE and "minMasterVersion" in versions and "minMasterVersion" not in ignored:
         version = versions["minMasterVersion"]
         lines.append(
             f"> **Cluster `{change.name}`: GKE version `{version.old}` → `{version.new}` restarts the control plane** "
@@ -130,11 +140,18 @@ def _restarts(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -
             f"> **Cluster `{change.name}`: the Ray operator is switched off**: {', '.join(rayjobs) or 'no RayJob'} "
             "loses its operator; its pods run on unmanaged, and nothing restarts a lost worker."
         )
-    if change.type == HELM_CHART_TYPE and "version" in versions and str(head.get("chart", "")).endswith("/kueue"):
-        version = versions["version"]
+    controller = kueue_release.controller_container([head]) if change.type == DEPLOYMENT_TYPE else None
+    image = next((c for c in change.changes if c.path.endswith(".image")), None)
+    if controller is not None and image is not None:
+        old, new = (str(value).rpartition(":")[2] for value in (image.old, image.new))
         lines.append(
-            f"> **Kueue `{version.old}` → `{version.new}`**: the chart restarts Kueue's controller (admission pauses "
-            f"meanwhile) and may change its CRDs and defaults; running workloads stay admitted ({running})."
+            f"> **Kueue `{old}` → `{new}`**: the release restarts Kueue's controller (admission pauses meanwhile) "
+            f"and may change its CRDs and defaults; running workloads stay admitted ({running})."
+        )
+    elif controller is not None:
+        lines.append(
+            f"> **Kueue's controller restarts** (its settings change): admission pauses meanwhile; running "
+            f"workloads stay admitted ({running})."
         )
     return lines
 
@@ -200,6 +217,67 @@ def _network_lines(change: ResourceChange, diff: PlanDiff) -> list[str]:
     return [line]
 
 
+def _nodes_recreated(change: ResourceChange, migrated: list[str], diff: PlanDiff) -> str:
+    line = (
+        f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node (rolling migration); the "
+        "pool itself stays."
+    )
+    pods = pods_placed_on(change.name, diff.head_resources)
+    if pods:
+        line += (
+            f" **The pods that run there are evicted and start again on a new node: {', '.join(pods)}**; a Ray head "
+            "that restarts loses the Ray job it drives, which starts over from its newest checkpoint."
+        )
+    return line
+
+
+def _hurt(verdict: api_updates.ApiVerdict, diff: PlanDiff) -> str:
+    """The running jobs a verdict reaches."""
+    if verdict.type == NODE_POOL_TYPE:
+        jobs = workloads_on({verdict.urn}, diff.head_resources)
+    elif is_workload(verdict.type):
+        jobs = [workload_name(next(r for r in diff.head_resources if r["urn"] == verdict.urn))]
+    else:
+        jobs = all_workloads(diff.head_resources)
+    return ", ".join(jobs) or "no job"
+
+
+def _api_line(verdict: api_updates.ApiVerdict, diff: PlanDiff) -> str:
+    kind, paths = short_type(verdict.type), ", ".join(f"`{path}`" for path in verdict.paths)
+    if verdict.verdict == api_updates.REFUSED:
+        name = verdict.name
+        if is_workload(verdict.type):
+            name = _workload_name(next(r for r in diff.head_resources if r["urn"] == verdict.urn).get("inputs") or {})
+        return (
+            f"> **{kind} `{name}`: the API will REFUSE this update** ({paths}; `{verdict.key}`): "
+            f"{verdict.says}; `pulumi up` fails on it, with {_hurt(verdict, diff)} still running. Instead, "
+            f"{verdict.instead}."
+        )
+    if verdict.verdict == "ignored":
+        return (
+            f"> {kind} `{verdict.name}`: {paths} changes nothing (`{verdict.key}`): {verdict.says}. {verdict.instead}."
+        )
+    if verdict.verdict == "auto-upgrade":
+        pools = [  # off before the change: on after it, whatever the stack says
+            r
+            for r in diff.base_resources
+            if r["type"] == NODE_POOL_TYPE and not ((r.get("inputs") or {}).get("management") or {}).get("autoUpgrade")
+        ]
+        names = ", ".join(f"`{pool['name']}`" for pool in pools) or "none of the pools"
+        jobs = ", ".join(workloads_on({pool["urn"] for pool in pools}, diff.base_resources)) or "no job"
+        return (
+            f"> **Cluster `{verdict.name}`: {paths} turns node auto-upgrade ON under {names}** (`{verdict.key}`): "
+            f"{verdict.says}; an upgrade then recreates their nodes under {jobs}. {verdict.instead}."
+        )
+    managed = [r for r in diff.head_resources if r.get("provider") == verdict.urn]
+    jobs = ", ".join(workload_name(r) for r in managed if is_workload(r["type"])) or "no job"
+    return (
+        f"> **Provider `{verdict.name}`: every Kubernetes object it manages ({len(managed)}) will be REPLACED** "
+        f"({paths}; `{verdict.key}`): {verdict.says}; {jobs} lose their pods and start over. Instead, "
+        f"{verdict.instead}."
+    )
+
+
 def caution_lines(diff: PlanDiff) -> list[str]:
     lines = []
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
@@ -226,10 +304,8 @@ def caution_lines(diff: PlanDiff) -> list[str]:
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]
         if change.type == NODE_POOL_TYPE and migrated and not change.replaced:
-            lines.append(
-                f"> Node pool `{change.name}`: {', '.join(migrated)} changes recreate every node "
-                "(rolling migration); the pool itself stays."
-            )
+            lines.append(_nodes_recreated(change, migrated, diff))
+    lines += [_api_line(verdict, diff) for verdict in diff.api_verdicts]
     lines += [line for change in diff.changed for line in _restarts(change, heads.get(change.urn, {}), diff)]
     lines += [line for change in diff.changed for line in _network_lines(change, diff)]
     for change in diff.changed:

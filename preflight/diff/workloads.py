@@ -8,6 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.facts.gke import CLUSTER_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
+from policies.workloads import selects_pool
+from preflight.checks.kueue_objects import DEFAULT_SUBMITTER
+from preflight.checks.placement import node_pools, pod_groups, untolerated
 from preflight.diff.compare import is_workload
 from preflight.diff.replacements import identities
 
@@ -50,3 +53,26 @@ def pools_on_network(network: Mapping[str, Any], resources: list[Mapping[str, An
 def queued_provisioning(pool: Mapping[str, Any]) -> bool:
     """A DWS flex-start pool: its nodes come from a ProvisioningRequest, and new capacity waits for one."""
     return bool(((pool.get("inputs") or {}).get("queuedProvisioning") or {}).get("enabled"))
+
+
+def pods_placed_on(pool_name: str, resources: list[Mapping[str, Any]]) -> list[str]:
+    """The pod templates of the stack the scheduler may put on ``pool_name``'s nodes (their labels select it and
+    they tolerate its taints): ``Kind `name` (where)``, e.g. a RayJob's head and submitter on the system pool."""
+    pools = [pool for pool in node_pools(resources) if pool.name == pool_name]
+    if not pools:
+        return []
+    (pool,) = pools
+    placed = []
+    for group in pod_groups(resources):
+        if group.daemon or not selects_pool(group.spec, pool.facts) or untolerated(group.spec, pool):
+            continue
+        placed.append(f"{group.workload.replace(' ', ' `', 1)}`" + (f" ({group.where})" if group.where else ""))
+        submitter_here = not selects_nothing(DEFAULT_SUBMITTER, pool)
+        if group.where == "headGroupSpec" and group.workload.startswith("RayJob ") and submitter_here:
+            placed.append(f"{group.workload.replace(' ', ' `', 1)}` (submitter)")
+    return placed
+
+
+def selects_nothing(spec: Mapping[str, Any], pool: Any) -> bool:
+    """KubeRay's default submitter pod (no selector, no tolerations) cannot run on the pool."""
+    return not selects_pool(spec, pool.facts) or bool(untolerated(spec, pool))

@@ -83,7 +83,7 @@ def test_json_contract(dev_run):
 @pytest.fixture
 def project_copy(tmp_path):
     """A copy of the program beside a stack file the test writes."""
-    for item in ("Pulumi.yaml", "__main__.py", "components", "preflight", "policies", "workloads"):
+    for item in ("Pulumi.yaml", "__main__.py", "components", "preflight", "policies", "tools", "workloads"):
         source = PROJECT_DIR / item
         if source.is_dir():
             shutil.copytree(source, tmp_path / item, ignore=shutil.ignore_patterns("__pycache__", ".venv*"))

@@ -297,7 +297,7 @@ PASSES = [
     ("flex-start-max-run", _set("trainyard:jobs", "fsdp", 0, "maxRunDurationSeconds", 604800)),
     ("authorized-networks-max", _public_endpoint(100)),
     ("authorized-networks-max", _public_endpoint(50, private_nodes=False)),
-    ("kueue-v1beta2-release", _set("trainyard:kueue", "version", "v0.15.0")),
+    ("kueue-v1beta2-release", _set("trainyard:kueue", "version", "v0.19.2")),
     ("managed-namespaces", _set("trainyard:storage", "namespace", "training")),
     ("default-service-account", _set("trainyard:storage", "serviceAccount", "default-runner")),
     ("bucket-location-holds-region", _set("trainyard:storage", "location", "US")),

@@ -44,6 +44,7 @@ def test_kubernetes_objects_use_the_cluster_provider(dev_plan):
     assert one(dev_plan, "pulumi:providers:kubernetes", "cluster-k8s") == {
         "kubeconfig": "[secret]",
         "clusterIdentifier": "trainyard-dev/us-east5-b/trainyard-dev",
+        "enableServerSideApply": "true",  # Kueue's Workload CRD: over client-side apply's limit
     }
     for resource in dev_plan.resources:
         if resource.type.startswith("kubernetes:"):

@@ -125,9 +125,3 @@ def test_a_cluster_version_change_says_it_restarts_the_control_plane_and_upgrade
     markdown = render_markdown(compare.compare(dev_plan.to_json(), head.to_json()), "base")
     assert "> **Cluster `trainyard-dev`: GKE version `1.35` → `1.36` restarts the control plane**" in markdown
     assert "node pools with auto-upgrade follow it" in markdown
-
-
-def test_a_kueue_version_change_says_admission_pauses(dev_plan, plan_with):
-    head = plan_with(lambda values: values["trainyard:kueue"].update(version="v0.19.3"))
-    markdown = render_markdown(compare.compare(dev_plan.to_json(), head.to_json()), "base")
-    assert "> **Kueue `0.19.2` → `0.19.3`**: the chart restarts Kueue's controller" in markdown

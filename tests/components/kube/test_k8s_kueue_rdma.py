@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
 from components.facts.gke import QUEUE_LABEL
 from components.facts.gpu_software import GIB
 from components.kube.kueue import INTEGRATIONS
@@ -81,18 +83,22 @@ def test_local_queue_in_the_workload_namespace(dev_plan):
 
 
 def test_kueue_objects_depend_on_the_pinned_release(dev_plan):
-    chart = one(dev_plan, "kubernetes:helm.sh/v4:Chart", "kueue")
-    assert chart["chart"] == "oci://registry.k8s.io/kueue/charts/kueue" and chart["version"] == "0.19.2"
-    chart_urn = next(r.urn for r in dev_plan.resources if r.type == "kubernetes:helm.sh/v4:Chart")
+    controller = one(dev_plan, "kubernetes:apps/v1:Deployment", "kueue-system/kueue-controller-manager")
+    assert controller["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/kueue/kueue:v0.19.2"
+    release = {r.urn for r in dev_plan.resources if "trainyard:k8s:KueueRelease" in r.urn.split("::")[-2]}
     kueue_crs = [r for r in dev_plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
     assert len(kueue_crs) == 8  # the Topology, 3 flavors, the check and its config, the two queues
-    assert all(chart_urn in r.dependencies for r in kueue_crs)
+    controller_urn = next(
+        r.urn
+        for r in dev_plan.resources
+        if r.name == "kueue-system/kueue-controller-manager" and r.type == "kubernetes:apps/v1:Deployment"
+    )
+    assert controller_urn in release and all(controller_urn in r.dependencies for r in kueue_crs)
 
 
 def manager_config(plan):
-    return json.loads(
-        one(plan, "kubernetes:helm.sh/v4:Chart", "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"]
-    )
+    config_map = one(plan, "kubernetes:core/v1:ConfigMap", "kueue-system/kueue-manager-config")
+    return yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
 
 
 def test_kueue_requeues_a_workload_whose_pods_are_not_ready_whatever_the_release_defaults(dev_plan):
@@ -136,7 +142,7 @@ def test_flex_start_tpus_come_after_on_demand_and_need_no_provisioning_request(p
     }
 
 
-def test_no_dws_pools_means_no_admission_check_and_no_install_means_no_chart(plan_with):
+def test_no_dws_pools_means_no_admission_check_and_no_install_means_no_release(plan_with):
     def on_demand_only(values):
         values["trainyard:gpuPools"][0]["capacity"] = "onDemand"
         values["trainyard:kueue"]["install"] = False
@@ -145,7 +151,9 @@ def test_no_dws_pools_means_no_admission_check_and_no_install_means_no_chart(pla
     kinds = {m["kind"] for m in plan.manifests}
     assert "AdmissionCheck" not in kinds and "ProvisioningRequestConfig" not in kinds
     assert "admissionChecksStrategy" not in manifest(plan, "ClusterQueue", "trainyard")["spec"]
-    assert not plan.of_type("kubernetes:helm.sh/v4:Chart")
+    assert not plan.of_type("kubernetes:apps/v1:Deployment") and not plan.of_type(
+        "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+    )
 
 
 def test_rdma_networks_name_the_vpcs_and_subnets(dev_plan):

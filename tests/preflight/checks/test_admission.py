@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from components.config.load import load_stack_config
-from components.facts.gke import HELM_CHART_TYPE, NODE_POOL_TYPE, QUEUE_LABEL, WORKLOAD_LABEL
+from components.facts import kueue_release
+from components.facts.gke import NODE_POOL_TYPE, QUEUE_LABEL, WORKLOAD_LABEL
 from preflight.__main__ import check
 from preflight.checks.admission import check_admission, workload_config_keys
 from preflight.checks.kueue_objects import PodSet, pod_sets
@@ -38,11 +39,10 @@ def of_workload(resources: Resources, kind: str, workload: str) -> dict[str, Any
 
 
 def edit_manager_config(resources: Resources, edit: Callable[[dict[str, Any]], None]) -> None:
-    (chart,) = [r["inputs"] for r in resources if r["type"] == HELM_CHART_TYPE]
-    values = chart["values"]["managerConfig"]
-    config = json.loads(values["controllerManagerConfigYaml"])
+    (config_map,) = [o for o in objects(resources, "ConfigMap") if o["metadata"]["name"] == "kueue-manager-config"]
+    config = yaml.safe_load(config_map["data"][kueue_release.MANAGER_CONFIG_FILE])
     edit(config)
-    values["controllerManagerConfigYaml"] = json.dumps(config)
+    config_map["data"][kueue_release.MANAGER_CONFIG_FILE] = yaml.safe_dump(config)
 
 
 def problems(resources: Resources, plan) -> list[tuple[str, str, str, str]]:
@@ -122,8 +122,9 @@ def test_an_unmapped_dra_device_class_makes_the_rayjob_inadmissible(dev_plan):
 
 def test_turning_kueue_dra_off_alone_rejects_every_claim(dev_plan):
     resources = resources_of(dev_plan)
-    (chart,) = [r["inputs"] for r in resources if r["type"] == HELM_CHART_TYPE]
-    chart["values"]["controllerManager"] = {"featureGates": [{"name": "KueueDRAIntegration", "enabled": False}]}
+    (controller,) = [o for o in objects(resources, "Deployment") if o["metadata"]["name"] == kueue_release.CONTROLLER]
+    (manager,) = controller["spec"]["template"]["spec"]["containers"]
+    manager["args"].append("--feature-gates=KueueDRAIntegration=false")  # as Kueue's flag reads it
     (refused,) = problems(resources, dev_plan)
     assert refused[2] == "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 

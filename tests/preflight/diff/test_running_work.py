@@ -60,12 +60,6 @@ def test_a_gke_version_change_names_the_jobs_and_the_ray_operator(diff_of):
     ) in markdown
 
 
-def test_a_kueue_release_change_names_the_admitted_jobs(diff_of):
-    markdown = diff_of(lambda values: values["trainyard:kueue"].update(version="v0.19.3"))
-    assert re.search(r"> \*\*Kueue `0\.19\.2` → `0\.19\.3`\*\*: .*stay admitted \(Job `llama31-70b-fsdp`", markdown)
-    assert "Ray operator" not in markdown
-
-
 def test_an_mtu_change_says_running_nodes_keep_the_old_mtu(diff_of):
     markdown = diff_of(lambda values: values["trainyard:network"].update(mtu=1500))
     assert (

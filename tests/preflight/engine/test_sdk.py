@@ -135,3 +135,37 @@ def test_sdk_py_reexports_these_very_objects():
 
     for name, (module, original, user) in REEXPORTS.items():
         assert getattr(sdk, name) is surface(module, original, user), f"sdk.{name} is not {module}.{original}"
+
+
+def test_properties_converted_once_changes_no_verdict_and_converts_each_message_once(dev_plan, monkeypatch):
+    """The pack sees the same values whether each policy converts the properties anew or all share one conversion,
+    on the dev plan and on one with violations (the mandatory token rule fires once its bindings are gone)."""
+    import copy
+
+    import pulumi_policy.policy as policy_module
+
+    from preflight.checks import policy_runner
+    from preflight.engine import sdk
+
+    plan = dev_plan.to_json()
+    broken = copy.deepcopy(plan)
+    broken["resources"] = [r for r in broken["resources"] if not r["type"].endswith("RoleBinding")]
+    shared = [policy_runner.evaluate(p) for p in (plan, broken)]
+    converted_once = sdk.properties_converted_once
+    monkeypatch.setattr(sdk, "properties_converted_once", _as_the_sdk_does)
+    monkeypatch.setattr(policy_runner, "properties_converted_once", _as_the_sdk_does)
+    assert [policy_runner.evaluate(p) for p in (plan, broken)] == shared
+    assert any(v.level == "mandatory" for v in shared[1])
+    calls = []
+    converted = policy_module.deserialize_properties
+    with converted_once():
+        assert policy_module.deserialize_properties is not converted
+        first = policy_module.json_format.MessageToDict(policy_runner.analyze_requests(plan)[0].properties)
+        calls += [policy_module.deserialize_properties(first), policy_module.deserialize_properties(first)]
+    assert calls[0] is calls[1] and policy_module.deserialize_properties is converted
+
+
+def _as_the_sdk_does():
+    import contextlib
+
+    return contextlib.nullcontext()
