@@ -178,7 +178,7 @@ class MaxTextJobConfig(ReadsTheHub, ConfigModel):
     """What a change does to the running job: replace (stop it, then start the new revision) or keep (let it
     finish; the new revision starts beside it when quota allows, billing both)."""
     slices: str = Field(pattern=DNS_LABEL)  # the trainyard:tpuSlices group it runs on
-    """The trainyard:tpuSlices group it runs on."""
+    """The trainyard:tpuSlices group it runs on, and only there: never on another group of its shape."""
     model_name: str = Field(pattern=MODEL_NAME)
     """MaxText model, e.g. llama3-8b."""
     steps: Int = Field(ge=1)
@@ -264,7 +264,7 @@ class FsdpJobConfig(ReadsTheHub, ConfigModel):
     """What a change does to the running job: replace (stop it, then start the new revision) or keep (let it
     finish; the new revision starts beside it when quota allows, billing both)."""
     pool: str = Field(pattern=DNS_LABEL)  # the trainyard:gpuPools pool it runs on
-    """The trainyard:gpuPools pool it runs on."""
+    """The trainyard:gpuPools pool it runs on, and only there: never on another pool of its machine type."""
     nodes: Int = Field(ge=1)
     """Nodes (one torchrun pod each); at most the pool's maxNodes."""
     # Trainer flags without the leading dashes (workloads/fsdp/config.py), e.g. {model-id: meta-llama/...}.

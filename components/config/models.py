@@ -27,7 +27,7 @@ from components.config.base import (
     PinnedImage,
 )
 from components.config.jobs import JobsConfig, KueueConfig
-from components.facts import cloud_rules, topology
+from components.facts import cloud_rules, gke, topology
 from components.facts.capacity import GPU_CAPACITIES, TPU_CAPACITIES, Capacity
 from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
 
@@ -157,6 +157,13 @@ class TpuSliceConfig(ConfigModel):
     def pool_names(self) -> list[str]:
         return [f"{self.name}-{index}" for index in range(self.count)]
 
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The group's nodes and no other's: its shape and its own label. Kueue's flavor for the group carries
+        these labels, and a pod that names them is admitted on that flavor only, never on another group of one
+        shape with other capacity (docs/cloud-facts.md: a job runs on the capacity it names)."""
+        return {**self.slice.node_selector, gke.SLICE_GROUP_LABEL: self.name}
+
 
 class GpuPoolConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)
@@ -202,6 +209,11 @@ class GpuPoolConfig(ConfigModel):
     @property
     def machine(self) -> topology.GpuMachine:
         return topology.gpu_machine(self.machine_type)
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The pool's nodes and no other's (its Kueue flavor's label): the GPU shape and the pool."""
+        return {gke.GPU_ACCELERATOR_LABEL: self.machine.accelerator, gke.NODE_POOL_LABEL: self.name}
 
 
 class StorageConfig(ConfigModel):

@@ -194,7 +194,7 @@ class RayPods:
         }
         spec: dict = {
             "containers": [container],
-            "nodeSelector": {**METADATA_SERVER_SELECTOR, **tpu.node_selector},
+            "nodeSelector": {**METADATA_SERVER_SELECTOR, **group.node_selector},
             "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
         }
         if claims:

@@ -175,7 +175,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
             spec=k8s.core.v1.PodSpecArgs(
                 subdomain=job_name,
                 restart_policy="Never",
-                node_selector={**tpu.node_selector, NODE_POOL_LABEL: pool},
+                node_selector={**group.node_selector, NODE_POOL_LABEL: pool},
                 containers=[container],
                 **pod_identity(run_as=None),
             )

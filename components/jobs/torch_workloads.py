@@ -20,7 +20,6 @@ from components.config.models import GpuPoolConfig
 from components.facts.gke import (
     DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
-    GPU_ACCELERATOR_LABEL,
     GPU_RESOURCE,
     INTERFACES_ANNOTATION,
     JOB_NAME_POD_LABEL,
@@ -243,7 +242,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                 service_account_name=self._args.service_account,
                 automount_service_account_token=False,
                 security_context=k8s.core.v1.PodSecurityContextArgs(**snake(pod_security())),
-                node_selector={GPU_ACCELERATOR_LABEL: pool.machine.accelerator},
+                node_selector=pool.node_selector,
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=[
                     *host_library_volumes(job.shm_size),

@@ -104,7 +104,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
     flavors = []
     for group in config.tpu_slices:
         tpu = group.slice
-        labels = {**tpu.node_selector, gke.SLICE_GROUP_LABEL: group.name}
+        labels = dict(group.node_selector)
         if group.capacity.node_label:
             labels[group.capacity.node_label] = "true"
         flavors.append(

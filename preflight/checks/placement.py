@@ -12,8 +12,10 @@ Deployments and the like) this plays the scheduler's filter step against every n
 - count: a multi-host Ray worker group needs `numOfHosts` such nodes in one pool, a Job `parallelism`
   pods within the pools' maximum size.
 
-A workload queued by Kueue is tried with each flavor of its ClusterQueue merged in (Kueue adds the flavor's
-node labels and tolerations when it admits the workload). Not modelled: GKE's own system pods and the
+A workload queued by Kueue is placed with the flavor Kueue assigns it merged in (the first of its ClusterQueue's
+flavors, in order, whose labels its node selector allows and whose quota holds its accelerators; Kueue adds
+that flavor's node labels and tolerations when it admits the workload), never with another flavor that would
+have placed it. Not modelled: GKE's own system pods and the
 sidecars webhooks inject (GCS FUSE), which take a little more of each node.
 """
 
@@ -152,14 +154,29 @@ def pod_groups(resources: Iterable[Mapping[str, Any]]) -> list[PodGroup]:
     return groups
 
 
-def kueue_flavors(resources: Iterable[Mapping[str, Any]], queue: tuple[str, str]) -> list[Mapping[str, Any]]:
-    """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to, in Kueue's order."""
+def kueue_flavors(
+    resources: Iterable[Mapping[str, Any]], queue: tuple[str, str], requests: Mapping[str, float] | None = None
+) -> list[Mapping[str, Any]]:
+    """The ResourceFlavor specs a workload sent to LocalQueue `queue` may be admitted to, in Kueue's order: those
+    with quota for each accelerator it requests (Kueue passes over a flavor without it)."""
     objects = [resource["inputs"] for resource in resources if kind_of(resource["type"])]
     found = cluster_queue_of(objects, *queue)
     if found is None:
         return []
-    names = [entry["name"] for _, entries in found.groups for entry in entries]
-    return [found.flavors[name] for name in names if name in found.flavors]
+    wanted = [name for name, amount in (requests or {}).items() if amount and name in gke.ACCELERATOR_RESOURCES]
+
+    def holds(entry: Mapping[str, Any]) -> bool:
+        quotas = {quota.get("name"): quota.get("nominalQuota") for quota in entry.get("resources") or []}
+        return all(pods.parse_quantity(quotas.get(name) or 0) > 0 for name in wanted)
+
+    entries = [entry for _, group in found.groups for entry in group if holds(entry)]
+    return [found.flavors[entry["name"]] for entry in entries if entry["name"] in found.flavors]
+
+
+def admitted_spec(spec: Mapping[str, Any], flavors: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The pod as Kueue admits it: on the first flavor whose labels its node selector allows, as Kueue's flavor
+    assigner picks one (not any flavor that would place it: Kueue never tries the others once one fits)."""
+    return next((merged for merged in (with_flavor(spec, flavor) for flavor in flavors) if merged), spec)
 
 
 def with_flavor(spec: Mapping[str, Any], flavor: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -297,9 +314,8 @@ def check_placement(resources: list[Mapping[str, Any]]) -> tuple[int, list[Place
         # A DaemonSet competes with the other DaemonSets on a node, not with itself.
         own = pod_requests(group.spec) if group.daemon else {}
         free = {pool.name: free_on(pool, _minus(overhead[pool.name], own)) for pool in pools}
-        flavors = kueue_flavors(resources, group.queue) if group.queue else []
-        admitted = [with_flavor(group.spec, flavor) for flavor in flavors]
-        candidates = [spec for spec in admitted if spec is not None] or [group.spec]
+        flavors = kueue_flavors(resources, group.queue, pod_requests(group.spec)) if group.queue else []
+        candidates = [admitted_spec(group.spec, flavors)]
         decide = _daemon_reason if group.daemon else place
         misses = [decide(group, spec, pools, free) for spec in candidates]
         if all(miss is not None for miss in misses):

@@ -136,9 +136,16 @@ def identities(resource: Mapping[str, Any]) -> set[str]:
     return found
 
 
+# Kubernetes label maps name a pool or slice group by the stack's config (GKE's node labels are the pool's given
+# name), never by a replaced resource's output: the engine makes nothing in them unknown.
+LABEL_MAPS = ("labels", "nodeSelector", "matchLabels", "nodeLabels")
+
+
 def _references(inputs: Any, names: set[str], prefix: str = "") -> Iterator[str]:
     if isinstance(inputs, Mapping):
         for key, value in inputs.items():
+            if key in LABEL_MAPS and isinstance(value, Mapping):
+                continue
             yield from _references(value, names, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(inputs, list):
         for index, value in enumerate(inputs):

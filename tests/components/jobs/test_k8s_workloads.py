@@ -107,6 +107,7 @@ def test_worker_group_from_the_slice_facts(dev_plan):
         "iam.gke.io/gke-metadata-server-enabled": "true",
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "4x4",
+        "trainyard/tpu-slice-group": "v6e-16",  # its own group's flavor, never another group of this shape
     }
     env = {e["name"]: e["value"] for e in worker["env"]}
     assert env["MEGASCALE_NUM_SLICES"] == "2" and env["MEGASCALE_PORT"] == "9915"
