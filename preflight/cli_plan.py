@@ -154,7 +154,7 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
     }
     total = sum(counts.values())
     where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
-    cost_range = f"${verdict.cost.min_usd_per_hour:,.2f}–${verdict.cost.max_usd_per_hour:,.2f}/h"
+    cost_range = verdict.cost.range_text
     summary = f"{resources} resources, {len(plan.manifests)} objects, {total} problems{f' ({where})' if where else ''}"
     return f"preflight: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
 

@@ -9,7 +9,7 @@ from itertools import combinations
 
 from components.config.models import StackConfig
 from components.config.problem import ConfigProblem
-from components.facts import cloud_rules, topology
+from components.facts import cloud_rules, topology, zones
 from components.facts.kueue_release import vendored_versions
 
 PODS_PER_NODE_RANGE = cloud_rules.POD_RANGE_PER_NODE.limit
@@ -69,6 +69,7 @@ def cloud_rule_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _kueue_release_problems(config)
     yield from _bucket_problems(config)
     yield from _reservation_name_problems(config)
+    yield from _zone_offer_problems(config)
 
 
 def cluster_size_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -249,3 +250,22 @@ def _reservation_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 path, reservation, f"is not a name GCE accepts (allowed: {cloud_rules.RESERVATION_NAME.allowed})"
             )
+
+
+def _zone_offer_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A zone without the slices' accelerator (or no zone at all, `us-east5-z`) is refused with the zones that
+    offer it, from components/facts/zones.py's sourced table; GPUs have no table yet (zones.py says why)."""
+    for group in config.tpu_slices:
+        try:
+            table = zones.table_for(group.slice.machine_type)
+        except topology.TopologyError:  # the group's own shape is refused, naming its key
+            continue
+        if table is None or config.zone in table.zones:
+            continue
+        yield ConfigProblem(
+            "trainyard:zone",
+            config.zone,
+            f"does not offer {table.accelerator}, which trainyard:tpuSlices '{group.name}' needs (allowed: "
+            f"{', '.join(sorted(table.zones))}; read {table.read_on} from {table.source.split(' ')[0]})",
+        )
+        return

@@ -216,6 +216,13 @@ class StackCost:
         return self.clusters * self.cluster_fee_usd_per_hour
 
     @property
+    def range_text(self) -> str:
+        """`$min–$max/h`, or that the cost is not known where a pool has no price (never a partial total)."""
+        if self.unpriced:
+            return f"cost unknown ({len(self.unpriced)} pools unpriced)"
+        return f"${self.min_usd_per_hour:,.2f}–${self.max_usd_per_hour:,.2f}/h"
+
+    @property
     def min_usd_per_hour(self) -> float:
         return self.fixed_usd_per_hour + sum(pool.min_usd_per_hour for pool in self.pools)
 
@@ -318,7 +325,14 @@ def render_table(cost: StackCost) -> str:
             f"{'GKE cluster fee':<24} {'':<18} {'':<14} {'':<11} {cost.clusters:>7} {fee:>10,.2f} {fee:>10,.2f}"
         )
     lines.append("-" * len(header))
-    lines.append(f"{'total':<78} {cost.min_usd_per_hour:>10,.2f} {cost.max_usd_per_hour:>10,.2f}")
+    if cost.unpriced:  # a total without them would read as the stack's price: say it is not known instead
+        lines.append(f"{'total':<78} {'unpriced':>10} {'unpriced':>10}")
+        lines.append(
+            f"priced pools only: ${cost.min_usd_per_hour:,.2f}-${cost.max_usd_per_hour:,.2f}/h; "
+            f"{len(cost.unpriced)} more unpriced:"
+        )
+    else:
+        lines.append(f"{'total':<78} {cost.min_usd_per_hour:>10,.2f} {cost.max_usd_per_hour:>10,.2f}")
     for item in cost.unpriced:
         lines.append(f"unpriced: {item.name}: {item.reason}")
     if any(pool.estimate for pool in cost.pools):

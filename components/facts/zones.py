@@ -1,8 +1,10 @@
 """Zones that offer each accelerator, from GCP's public pages, with the date they were read.
 
-The table ages: GCP adds zones. So a zone outside it is an advisory (the policy `accelerator-zone-offered`),
-never an error; check a zone with `gcloud compute accelerator-types list --filter=zone:<zone>` or
-`gcloud compute tpus accelerator-types list --zone=<zone>`.
+A stack whose zone is outside a TPU generation's table is refused when it loads, naming the zones that offer it
+(components/config/cloud_checks.py): a zone without the accelerator, or no zone at all (`us-east5-z`), would
+otherwise plan and fail at `pulumi up`. The table ages (GCP adds zones): when GCP lists a new zone, add it here
+with the date read; check one with `gcloud compute tpus accelerator-types list --zone=<zone>`. The pack's
+`accelerator-zone-offered` policy reports the same per pool, for stacks planned without trainyard's config load.
 
 A4 (B200) has no table yet: GCP's GPU zone page could not be read offline, and the zones with Dynamic
 Workload Scheduler capacity (https://cloud.google.com/batch/docs/locations) are only some of them, so a

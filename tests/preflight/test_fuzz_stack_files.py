@@ -110,19 +110,20 @@ def test_a_random_stack_file_ends_in_one_of_the_three_exits(project, text):
     [
         (lambda v: v.update({"huggingface:token": "hf_SENTINELxq7Zt0kenValue"}), "huggingface:token is set in clear"),
         (lambda v: v.update({"trainyard:cluster": {**v["trainyard:cluster"], "version": "1.99"}}), "cluster.version"),
-        (lambda v: v.update({"gcp:region": "me-central2", "trainyard:zone": "me-central2-a"}), None),
+        (
+            lambda v: v.update({"gcp:region": "me-central2", "trainyard:zone": "me-central2-a"}),
+            'trainyard:zone: "me-central2-a" does not offer TPU v6e',  # unpriced, and refused for want of v6e
+        ),
     ],
 )
 def test_known_crashes_end_in_one_line(project, edit, says):
-    """Each once a traceback: a token in clear text, a Kubernetes version past the schemas, a region unpriced."""
+    """Each once a traceback: a token in clear text, a Kubernetes version past the schemas, a region unpriced (now
+    refused first: its zone offers no v6e)."""
     values = copy.deepcopy(dev_config_values())
     edit(values)
     code, stderr = run(project, yaml.safe_dump({"config": values}))
     assert "Traceback" not in stderr
-    if says:
-        assert code == 2 and says in stderr
-    else:
-        assert code == 0  # priced as unknown: the cost table says so
+    assert code == 2 and says in stderr  # an unpriced pool: tests/components/config/test_zones_and_prices.py
 
 
 def test_a_config_key_outside_config_is_refused_not_ignored(project):
