@@ -10,6 +10,7 @@ from components.facts import kueue_release
 from components.facts.gke import CLUSTER_TYPE, DEPLOYMENT_TYPE, NETWORK_TYPE, NODE_POOL_TYPE, WORKLOAD_LABEL
 from preflight.diff import api_updates
 from preflight.diff.compare import NODES_MIGRATED, PlanDiff, ResourceChange, is_workload, refused_by_kueue
+from preflight.diff.lineage import lost_work
 from preflight.diff.replacements import Dependent
 from preflight.diff.workloads import (
     all_workloads,
@@ -43,6 +44,14 @@ def _object_name(change: ResourceChange, side: str) -> str:
 
 
 def _workload_replaced(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -> str:
+    line = _revision_line(change, head, diff)
+    base = next((r for r in diff.base_resources if r["urn"] == change.urn), None)
+    if base is None or short_type(change.type) not in ("Job", "RayJob"):
+        return line
+    return f"{line.removesuffix('.')}; {lost_work(short_type(change.type), base.get('inputs') or {}, head)}."
+
+
+def _revision_line(change: ResourceChange, head: Mapping[str, Any], diff: PlanDiff) -> str:
     kind, workload = short_type(change.type), _workload_name(head)
     paths = ", ".join(f"`{c.path}`" for c in change.changes if c.replaces)
     old, new = _object_name(change, "old"), _object_name(change, "new")
@@ -278,6 +287,27 @@ def _api_line(verdict: api_updates.ApiVerdict, diff: PlanDiff) -> str:
     )
 
 
+def _namespaces_deleted(diff: PlanDiff) -> list[str]:
+    """A namespace replaced or removed takes everything in it: what the stack retains there (kept job revisions)
+    and what it never knew of (submitted jobs, Ray's token Secrets)."""
+    replaced = {change.urn for change in diff.replaced if short_type(change.type) == "Namespace"}
+    gone = [r for r in diff.base_resources if short_type(r["type"]) == "Namespace"]
+    gone = [r for r in gone if r["urn"] in replaced or r in diff.removed]
+    lines = []
+    for namespace in gone:
+        name = (namespace.get("inputs") or {}).get("metadata", {}).get("name", namespace["name"])
+        inside = [
+            r for r in diff.base_resources if ((r.get("inputs") or {}).get("metadata") or {}).get("namespace") == name
+        ]
+        jobs = sorted({workload_name(r) for r in inside if is_workload(r["type"])})
+        lines.append(
+            f"> **Namespace `{name}` is DELETED, and Kubernetes deletes everything in it**: {len(inside)} objects "
+            f"of the stack ({', '.join(jobs) or 'no job'} among them, with their pods), and whatever else runs there; "
+            "revisions kept running (updatePolicy keep) do not survive it."
+        )
+    return lines
+
+
 def caution_lines(diff: PlanDiff) -> list[str]:
     lines = []
     heads = {r["urn"]: r.get("inputs") or {} for r in diff.head_resources}
@@ -306,6 +336,7 @@ def caution_lines(diff: PlanDiff) -> list[str]:
         if change.type == NODE_POOL_TYPE and migrated and not change.replaced:
             lines.append(_nodes_recreated(change, migrated, diff))
     lines += [_api_line(verdict, diff) for verdict in diff.api_verdicts]
+    lines += _namespaces_deleted(diff)
     lines += [line for change in diff.changed for line in _restarts(change, heads.get(change.urn, {}), diff)]
     lines += [line for change in diff.changed for line in _network_lines(change, diff)]
     for change in diff.changed:

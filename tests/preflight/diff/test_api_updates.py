@@ -116,3 +116,42 @@ def test_every_rule_is_sourced_checked_and_documented():
         assert rule["source"] and rule["key"].startswith("trainyard:")
     text = api_updates.DOC.read_text()
     assert api_updates.documented(text) == text, "run `python -m preflight.diff.api_updates`"
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            lambda values: values["trainyard:jobs"]["maxtext"][0].update(modelName="llama3.1-8b"),
+            "it resumes run `llama3-8b`'s checkpoints, saved by `llama3-8b`, as `llama3.1-8b`",
+        ),
+        (
+            lambda values: values["trainyard:jobs"]["maxtext"][0].update(runName="llama3-8b-b"),
+            "it starts from step 0 as run `llama3-8b-b` (run `llama3-8b`'s checkpoints stay in the bucket, unread)",
+        ),
+        (
+            lambda values: values["trainyard:storage"].update(bucket="trainyard-dev-data2"),
+            (
+                "it starts from step 0: its checkpoints are read from trainyard-dev-data2, not from where run "
+                "`llama3-8b` saved them (trainyard-dev-data)"
+            ),
+        ),
+        (
+            lambda values: values["trainyard:jobs"]["maxtext"][0].update(steps=200),
+            "it resumes run `llama3-8b` from its newest checkpoint",
+        ),
+    ],
+    ids=["model", "run-name", "bucket", "steps"],
+)
+def test_a_new_maxtext_revision_says_what_it_starts_from(diff_of, edit, says):
+    (line,) = [w for w in warnings(diff_of(edit)) if w.startswith("**RayJob `llama3-8b`")]
+    assert says in line
+
+
+def test_a_new_fsdp_revision_starts_over_and_a_namespace_change_takes_everything_in_it(diff_of):
+    lines = warnings(diff_of(lambda values: values["trainyard:storage"].update(namespace="training")))
+    (fsdp,) = [w for w in lines if w.startswith("**Job `llama31-70b-fsdp`")]
+    assert "it starts from step 0 in a folder of its own" in fsdp
+    (namespace,) = [w for w in lines if w.startswith("**Namespace")]
+    assert "**Namespace `trainyard` is DELETED, and Kubernetes deletes everything in it**" in namespace
+    assert "Job `llama31-70b-fsdp`, RayJob `llama3-8b` among them" in namespace
