@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.constructor import DuplicateKeyError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from components.facts.secrets import looks_like_a_secret, masked, names_a_secret
@@ -60,11 +60,47 @@ def _text(path: Path) -> str:
         ) from None
 
 
+def go_yaml_number(text: str) -> int | float:
+    """A plain scalar YAML tags as an integer, read as gopkg.in/yaml.v3 (v3.0.1 resolve.go) reads it: underscores
+    dropped, then Go's strconv.ParseInt with base 0, where a leading 0 is octal (`010` is 8) and 0x, 0o, 0b are
+    hex, octal and binary; what that refuses (`08`) becomes a float, as yaml.v3 falls back to ParseFloat."""
+    plain = text.replace("_", "")
+    sign, digits = (-1, plain[1:]) if plain[:1] == "-" else (1, plain.lstrip("+"))
+    try:
+        if digits[:2].lower() in ("0x", "0o", "0b"):
+            return sign * int(digits, 0)
+        return sign * int(digits, 8 if len(digits) > 1 and digits.startswith("0") else 10)
+    except ValueError:
+        return float(plain)
+
+
+class PulumiCliConstructor(SafeConstructor):
+    """ruamel's YAML 1.2 safe loader, but numbers and dates as the Pulumi CLI's Go YAML reads them."""
+
+    def construct_yaml_int(self, node: Any) -> int | float:
+        return go_yaml_number(str(self.construct_scalar(node)))
+
+    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> str:
+        # yaml.v3 makes an unquoted date a time.Time, which the CLI hands the program as text; kept as the text
+        # written, it is a string like any other (and never a value JSON cannot carry).
+        return str(self.construct_scalar(node))
+
+
+PulumiCliConstructor.add_constructor("tag:yaml.org,2002:int", PulumiCliConstructor.construct_yaml_int)
+PulumiCliConstructor.add_constructor("tag:yaml.org,2002:timestamp", PulumiCliConstructor.construct_yaml_timestamp)
+
+
+def _loader() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = PulumiCliConstructor
+    return yaml
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
     try:
-        data = YAML(typ="safe", pure=True).load(_text(path)) or {}
+        data = _loader().load(_text(path)) or {}
     except RecursionError:
         nested = f"{path.name}: values nested too deeply to read (allowed: a stack file's config)"
         raise StackFileError(nested) from None

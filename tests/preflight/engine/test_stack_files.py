@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -123,3 +124,19 @@ def test_a_secret_in_clear_text_outside_the_project_namespace_is_refused_masked(
 def test_plain_values_outside_the_project_namespace_and_a_secure_token_pass(project):
     text = "config:\n  gcp:project: p\n  gcp:region: us-east5\n  huggingface:token:\n    secure: v1:abc\n"
     assert read(project, text) == {"gcp:project": "p", "gcp:region": "us-east5", "huggingface:token": "[secret]"}
+
+
+@pytest.mark.parametrize(
+    ("written", "cli_reads"),
+    [("010", 8), ("-010", -8), ("0x1F", 31), ("0o17", 15), ("1_000", 1000), ("08", 8.0), ("0", 0), ("12", 12)],
+)
+def test_numbers_are_read_as_go_yaml_v3_reads_them(project, written, cli_reads):
+    """gopkg.in/yaml.v3 v3.0.1 resolve.go: strconv.ParseInt(plain, 0, 64), so a leading 0 is octal."""
+    config = read(project, f"config:\n  trainyard:cluster:\n    systemPool:\n      maxNodes: {written}\n")
+    assert config["trainyard:cluster"] == f'{{"systemPool": {{"maxNodes": {json.dumps(cli_reads)}}}}}'
+
+
+def test_an_unquoted_date_anywhere_is_a_string_not_a_traceback(project):
+    config = read(project, "config:\n  trainyard:zone: 2026-11-28\n  trainyard:cluster:\n    name: 2026-11-28\n")
+    assert config["trainyard:zone"] == "2026-11-28"
+    assert config["trainyard:cluster"] == '{"name": "2026-11-28"}'
