@@ -287,6 +287,21 @@ def _api_line(verdict: api_updates.ApiVerdict, diff: PlanDiff) -> str:
     )
 
 
+def _renamed_workloads(diff: PlanDiff) -> list[str]:
+    """One job of a kind removed and one added: a renamed job, whose new run says what it starts from."""
+    lines = []
+    for kind in ("Job", "RayJob"):
+        removed = [r for r in diff.removed if short_type(r["type"]) == kind and is_workload(r["type"])]
+        added = [r for r in diff.added if short_type(r["type"]) == kind and is_workload(r["type"])]
+        if len(removed) == 1 and len(added) == 1:
+            old, new = removed[0].get("inputs") or {}, added[0].get("inputs") or {}
+            lines.append(
+                f"> {workload_name(added[0])} replaces {workload_name(removed[0])} (renamed): "
+                f"{lost_work(kind, old, new)}."
+            )
+    return lines
+
+
 def _namespaces_deleted(diff: PlanDiff) -> list[str]:
     """A namespace replaced or removed takes everything in it: what the stack retains there (kept job revisions)
     and what it never knew of (submitted jobs, Ray's token Secrets)."""
@@ -330,6 +345,7 @@ def caution_lines(diff: PlanDiff) -> list[str]:
     lines += [_dependent_line(d, diff) for d in diff.dependents if d.paths or is_workload(d.type)]
     lines += [_pool_removed(r, diff) for r in diff.removed if r["type"] == NODE_POOL_TYPE]
     lines += [_workload_removed(resource) for resource in diff.removed if is_workload(resource["type"])]
+    lines += _renamed_workloads(diff)
     lines += [_kept(resource) for resource in diff.removed if _retained_object(resource)]
     for change in diff.changed:
         migrated = [c.path for c in change.changes if c.path in NODES_MIGRATED]

@@ -155,3 +155,12 @@ def test_a_new_fsdp_revision_starts_over_and_a_namespace_change_takes_everything
     (namespace,) = [w for w in lines if w.startswith("**Namespace")]
     assert "**Namespace `trainyard` is DELETED, and Kubernetes deletes everything in it**" in namespace
     assert "Job `llama31-70b-fsdp`, RayJob `llama3-8b` among them" in namespace
+
+
+def test_a_renamed_maxtext_job_says_it_starts_from_step_0(diff_of):
+    lines = warnings(diff_of(lambda values: values["trainyard:jobs"]["maxtext"][0].update(name="llama3-8b-v2")))
+    (line,) = [w for w in lines if "(renamed)" in w]
+    assert line == (
+        "RayJob `llama3-8b-v2` replaces RayJob `llama3-8b` (renamed): it starts from step 0 as run `llama3-8b-v2` "
+        "(run `llama3-8b`'s checkpoints stay in the bucket, unread)."
+    )
