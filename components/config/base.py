@@ -16,17 +16,19 @@ from components.facts.images import PINNED_WORDS, REPOSITORY_ID, pin_problem
 
 # A Kubernetes/GCP name label: lowercase letters, digits and '-', starting with a letter, ending alphanumeric.
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-VERSION_TAG = r"^v\d+\.\d+\.\d+$"
-QUANTITY = r"^\d+(\.\d+)?([KMGTPE]i?|m)?$"
+VERSION_TAG = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
+# Kubernetes' quantity grammar (gke.QUANTITY_PATTERN, unsigned), ASCII digits only: a binary suffix (Ki..Ei), a
+# decimal one (n, u, m, k, M, G, T, P, E) or a decimal exponent. `K` is not one: `16000000K` is refused here.
+QUANTITY = r"^[0-9]+(\.[0-9]+)?([KMGTPE]i|[numkMGTPE]|[eE][-+]?[0-9]+)?$"
 PROJECT_ID = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
-REGION = r"^[a-z]+-[a-z]+\d+$"
-ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"
+REGION = r"^[a-z]+-[a-z]+[0-9]+$"
+ZONE = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
 STACK_NAME = r"^[A-Za-z0-9_.-]{1,100}$"  # what the Pulumi CLI accepts for a stack name
-GKE_VERSION = r"^1\.\d+(\.\d+(-gke\.\d+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
+GKE_VERSION = r"^1\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
 MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
 RUN_NAME = r"^[A-Za-z0-9][-_.A-Za-z0-9]*$"
 CONFIG_KEY = r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$"
-DRIVER_VERSION = r"^\d+\.\d+(\.\d+)?$"  # an NVIDIA driver version as nvidia-smi prints it
+DRIVER_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"  # an NVIDIA driver version as nvidia-smi prints it
 REPOSITORY = REPOSITORY_ID
 KMS_KEY = (
     r"^projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/locations/[a-z0-9-]+"

@@ -1,0 +1,38 @@
+"""Values held to the grammar of what reads them (issue 36 item 3): ASCII digits only, and Kubernetes' quantity
+grammar, so a value the stack accepts never ends in a traceback in a check that parses it."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config.load import ConfigError, load_stack_config
+from preflight.checks.pods import parse_quantity
+from tests.helpers.plans import as_engine_config, dev_config_values
+
+
+def _refusal(edit) -> str:
+    values = dev_config_values()
+    edit(values)
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(as_engine_config(values), "dev")
+    return str(error.value)
+
+
+@pytest.mark.parametrize("memory", ["16000000K", "1.３５Gi", "２００G", "200 G", "-5Gi", "1e"])
+def test_a_quantity_outside_kubernetes_grammar_is_refused_naming_the_key(memory):
+    message = _refusal(lambda values: values["trainyard:jobs"]["ray"].update(workerMemory=memory))
+    assert "trainyard:jobs.ray.workerMemory" in message and "a Kubernetes quantity" in message
+
+
+@pytest.mark.parametrize("memory", ["200G", "16Gi", "500m", "1e9", "1.5Ti", "128974848"])
+def test_every_quantity_the_config_takes_is_one_placement_parses(memory):
+    values = dev_config_values()
+    values["trainyard:jobs"]["ray"]["workerMemory"] = memory
+    config = load_stack_config(as_engine_config(values), "dev")
+    assert parse_quantity(config.jobs.ray.worker_memory) > 0
+
+
+def test_non_ascii_digits_are_refused_in_versions_and_zones():
+    assert "trainyard:zone" in _refusal(lambda values: values.update({"trainyard:zone": "us-east５-b"}))
+    message = _refusal(lambda values: values["trainyard:cluster"].update(version="1.３５"))
+    assert "trainyard:cluster.version" in message
