@@ -23,6 +23,34 @@ _FLOATING_TAGS = frozenset({"latest", "stable", "nightly", "edge", "main", "mast
 REPOSITORY_ID = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
 
 
+# The reference grammar registries and runtimes parse (github.com/distribution/reference, regexp.go): a domain
+# (host components, an optional port), then lowercase path components joined by `.`, `_`, `__` or dashes, an
+# optional tag of up to 128 word characters, an optional digest; the name at most 255 characters.
+_HOST_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"{_HOST_COMPONENT}(?:\.{_HOST_COMPONENT})*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REFERENCE = re.compile(
+    rf"^(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$",
+    re.ASCII,
+)
+MAX_NAME_LENGTH = 255
+
+
+def reference_problem(reference: str) -> str | None:
+    """Why `reference` is not an image reference a registry would take, or None."""
+    match = _REFERENCE.match(reference)
+    if match is None:
+        return (
+            "it is not an image reference a registry takes ([host[:port]/]path/name[:tag][@digest]: a lowercase "
+            "path, a tag of at most 128 letters, digits, `_`, `.` and `-`, no spaces)"
+        )
+    if len(match.group("name")) > MAX_NAME_LENGTH:
+        return f"its name is {len(match.group('name'))} characters, more than a registry takes ({MAX_NAME_LENGTH})"
+    return None
+
+
 def image_tag(reference: str) -> str | None:
     """The tag of `host[:port]/path/name[:tag][@digest]`, or None when there is none."""
     name = reference.split("@", 1)[0]
@@ -31,7 +59,10 @@ def image_tag(reference: str) -> str | None:
 
 
 def pin_problem(reference: str) -> str | None:
-    """Why `reference` is not pinned, or None when it is."""
+    """Why `reference` is not pinned (or no reference at all), or None when it is."""
+    malformed = reference_problem(reference)
+    if malformed:
+        return malformed
     if _DIGEST.search(reference):
         return None
     if "@" in reference:

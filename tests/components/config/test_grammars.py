@@ -36,3 +36,25 @@ def test_non_ascii_digits_are_refused_in_versions_and_zones():
     assert "trainyard:zone" in _refusal(lambda values: values.update({"trainyard:zone": "us-east５-b"}))
     message = _refusal(lambda values: values["trainyard:cluster"].update(version="1.３５"))
     assert "trainyard:cluster.version" in message
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/TPU:jax0.8.1-rev1",  # upper case in the path
+        "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:" + "1" * 129,  # a tag past 128 characters
+        "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1 ",  # a trailing space
+        "us-docker.pkg.dev/" + "a" * 250 + "/tpu:1.0",  # a name past 255 characters
+    ],
+)
+def test_an_image_outside_the_reference_grammar_is_refused_naming_the_key(image):
+    message = _refusal(lambda values: values["trainyard:jobs"]["smoke"].update(jaxImage=image))
+    assert "trainyard:jobs.smoke.jaxImage" in message
+    assert "not an image reference a registry takes" in message or "more than a registry takes" in message
+
+
+def test_a_128_character_tag_and_a_registry_port_are_references():
+    from components.facts.images import reference_problem
+
+    assert reference_problem("localhost:5000/team/tpu:" + "1" * 128) is None
+    assert reference_problem("registry.k8s.io/kueue/kueue:v0.19.2") is None
