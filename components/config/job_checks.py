@@ -11,7 +11,7 @@ from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfi
 from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
-from components.facts import gpu_software, maxtext, topology
+from components.facts import gke, gpu_software, maxtext, topology
 from components.facts.secrets import carries_a_secret, looks_like_a_secret, masked
 
 
@@ -28,6 +28,8 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         yield from _token_key_problems(f"trainyard:jobs.fsdp[{index}]", job.hf_token_key)
         yield from _gated_secret_problems(f"trainyard:jobs.fsdp[{index}].gated", job.gated)
     yield from _libtpu_secret_problems(config.jobs.ray.libtpu_init_args)
+    yield from _port_problems(config)
+    yield from _run_name_problems(config)
     # Jobs switched off are parked: they are checked against the slices and pools, and their arguments against
     # the trainer, when switched on.
     for index, job in enumerate(config.jobs.maxtext):
@@ -368,3 +370,40 @@ def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
         else f"gpuDriverVersion {pool.gpu_driver_version} must give"
     )
     return f"{pool.name}: {source} {_newest(needs)} or newer ({carried}); {stated}"
+
+
+def _port_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Two servers of one Ray pod on one port: Ray's metrics exporter (every Ray pod), MaxText's cross-slice
+    traffic (TPU workers) and the head's own servers (components/facts/gke.py RAY_HEAD_PORTS)."""
+    ray = config.jobs.ray
+    taken = {port: f"Ray's {name} port" for name, port in gke.RAY_HEAD_PORTS.items()}
+    if ray.metrics_export_port in taken:
+        yield ConfigProblem(
+            "trainyard:jobs.ray.metricsExportPort",
+            ray.metrics_export_port,
+            f"is {taken[ray.metrics_export_port]} on the Ray head (allowed: a port no other Ray server uses)",
+        )
+    if ray.megascale_port == ray.metrics_export_port:
+        yield ConfigProblem(
+            "trainyard:jobs.ray.megascalePort",
+            ray.megascale_port,
+            "is also trainyard:jobs.ray.metricsExportPort on every TPU worker (allowed: another port)",
+        )
+
+
+def _run_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """MaxText writes a run's checkpoints under its run name: two jobs of one name would overwrite each other."""
+    first: dict[str, int] = {}
+    for index, job in enumerate(config.jobs.maxtext):
+        if not job.enabled:  # parked: checked when switched on
+            continue
+        name = job.effective_run_name
+        if name in first:
+            yield ConfigProblem(
+                f"trainyard:jobs.maxtext[{index}].runName",
+                name,
+                f"is trainyard:jobs.maxtext[{first[name]}]'s run too, so both would write one checkpoint folder "
+                "(allowed: a run name of its own)",
+            )
+        else:
+            first[name] = index

@@ -58,3 +58,29 @@ def test_a_128_character_tag_and_a_registry_port_are_references():
 
     assert reference_problem("localhost:5000/team/tpu:" + "1" * 128) is None
     assert reference_problem("registry.k8s.io/kueue/kueue:v0.19.2") is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "words"),
+    [
+        (
+            lambda values: values["trainyard:jobs"]["ray"].update(metricsExportPort=6379),
+            "trainyard:jobs.ray.metricsExportPort: 6379",
+            "is Ray's gcs-server port on the Ray head",
+        ),
+        (
+            lambda values: values["trainyard:jobs"]["ray"].update(metricsExportPort=9915),
+            "trainyard:jobs.ray.megascalePort: 9915",
+            "is also trainyard:jobs.ray.metricsExportPort on every TPU worker",
+        ),
+        (
+            lambda values: values["trainyard:jobs"]["maxtext"][1].update(runName="llama3-8b", enabled=True),
+            'trainyard:jobs.maxtext[1].runName: "llama3-8b"',
+            "is trainyard:jobs.maxtext[0]'s run too, so both would write one checkpoint folder",
+        ),
+    ],
+    ids=["metrics-on-gcs", "megascale-on-metrics", "shared-run-name"],
+)
+def test_what_two_parts_of_the_stack_share_is_refused_naming_the_key(edit, key, words):
+    lines = _refusal(edit).splitlines()
+    assert any(line.startswith(key) and words in line for line in lines), lines
