@@ -63,7 +63,11 @@ def settings() -> dict[str, Any]:
         path.stem: omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.load(path)) or {}
         for path in sorted((configs / "models").glob("*.yml"))
     }
-    kinds = {name: describe(field.annotation) for name, field in fields.items()}
+    # pydantic keeps a field's constraints (Field(ge=0), Annotated bounds) in field.metadata, not its annotation.
+    kinds = {
+        name: describe(typing.Annotated[field.annotation, *field.metadata] if field.metadata else field.annotation)
+        for name, field in fields.items()
+    }
     return {
         "maxtext": version("maxtext"),
         "settings": dict(sorted(kinds.items())),

@@ -84,3 +84,13 @@ def test_a_128_character_tag_and_a_registry_port_are_references():
 def test_what_two_parts_of_the_stack_share_is_refused_naming_the_key(edit, key, words):
     lines = _refusal(edit).splitlines()
     assert any(line.startswith(key) and words in line for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "words"),
+    [("learning_rate", "-0.001", ">= 0"), ("gradient_accumulation_steps", "0", "> 0")],
+)
+def test_maxtext_settings_are_held_to_the_bounds_maxtext_declares(setting, value, words):
+    message = _refusal(lambda values: values["trainyard:jobs"]["maxtext"][0].update(extraArgs={setting: value}))
+    (line,) = [line for line in message.splitlines() if f"extraArgs.{setting}" in line]
+    assert words in line

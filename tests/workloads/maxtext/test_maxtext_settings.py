@@ -24,6 +24,8 @@ JOB |= {"maxTargetLength": 2048, "rematPolicy": "full"}
 CASES = [
     ({"extraArgs": {"learning_rate": "1e-4"}}, None),  # a float without a dot: OmegaConf's rule, not YAML 1.1's
     ({"extraArgs": {"learning_rate": "3e-4x"}}, "extraArgs.learning_rate"),
+    ({"extraArgs": {"learning_rate": "-0.001"}}, "extraArgs.learning_rate"),  # Field(ge=0): the bound is MaxText's
+    ({"extraArgs": {"gradient_accumulation_steps": "0"}}, "extraArgs.gradient_accumulation_steps"),  # gt=0
     ({"extraArgs": {"opt_type": "adam"}}, "extraArgs.opt_type"),
     ({"extraArgs": {"opt_type": "sgd", "gradient_clipping_threshold": "0.5"}}, None),
     ({"extraArgs": {"enable_goodput_recording": "yes"}}, None),  # YAML 1.1 reads yes as true
