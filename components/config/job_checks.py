@@ -170,12 +170,20 @@ def _gated_secret_problems(path: str, gated: Sequence[str] | None) -> Iterator[C
             )
 
 
+# Namespaces whose keys the stack or its providers read as settings: a token key there names a setting, and the
+# token check would then tell the user to make that setting (gcp:project) a secret.
+SETTING_NAMESPACES = {"trainyard": "the typed trainyard namespace", "gcp": "the GCP provider's settings"}
+SETTING_NAMESPACES |= {"kubernetes": "the Kubernetes provider's settings", "pulumi": "Pulumi's own settings"}
+
+
 def _token_key_problems(path: str, hf_token_key: str | None) -> Iterator[ConfigProblem]:
-    if hf_token_key and hf_token_key.startswith("trainyard:"):
+    namespace = (hf_token_key or "").split(":", 1)[0]
+    if hf_token_key and ":" in hf_token_key and namespace in SETTING_NAMESPACES:
         yield ConfigProblem(
             f"{path}.hfTokenKey",
             hf_token_key,
-            "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
+            f"is in {SETTING_NAMESPACES[namespace]}, not a token (allowed: a key of its own in another namespace, "
+            "e.g. huggingface:token)",
         )
 
 

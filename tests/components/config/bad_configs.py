@@ -516,7 +516,13 @@ BAD_CONFIGS = [
         _set("trainyard:jobs", "maxtext", 0, "hfTokenKey", "trainyard:hfToken"),
         "trainyard:jobs.maxtext[0].hfTokenKey",
         '"trainyard:hfToken"',
-        "is in the typed trainyard namespace (allowed: another namespace, e.g. huggingface:token)",
+        "is in the typed trainyard namespace, not a token (allowed: a key of its own in another namespace",
+    ),
+    (
+        _set("trainyard:jobs", "fsdp", 0, "hfTokenKey", "gcp:project"),
+        "trainyard:jobs.fsdp[0].hfTokenKey",
+        '"gcp:project"',
+        "is in the GCP provider's settings, not a token (allowed: a key of its own in another namespace",
     ),
     (
         _set("trainyard:jobs", "ray", "libtpuInitArgs", ["--xla_tpu_enable_async_all_gather=true", "--hub_token=x1"]),
