@@ -60,13 +60,13 @@ def image_tag(reference: str) -> str | None:
 
 def pin_problem(reference: str) -> str | None:
     """Why `reference` is not pinned (or no reference at all), or None when it is."""
+    if "@" in reference and not _DIGEST.search(reference):
+        return "its digest is not sha256:<64 lowercase hex digits>"
     malformed = reference_problem(reference)
     if malformed:
         return malformed
     if _DIGEST.search(reference):
         return None
-    if "@" in reference:
-        return "its digest is not sha256:<64 lowercase hex digits>"
     tag = image_tag(reference)
     if tag is None:
         return "it has no tag, so it means :latest"

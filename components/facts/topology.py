@@ -240,6 +240,28 @@ _GIB_PER_VCPU = {
 }
 
 
+# The sizes (vCPUs) each predefined general-purpose type comes in: GCP's general-purpose machine family page
+# (https://cloud.google.com/compute/docs/general-purpose-machines, tables per series), read 2026-11-28. A size
+# between them (`e2-standard-7`) is no machine type: a formula would accept it, and the node pool create fails.
+_SIZES: dict[tuple[str, str], tuple[int, ...]] = {
+    ("e2", "standard"): (2, 4, 8, 16, 32),
+    ("e2", "highmem"): (2, 4, 8, 16),
+    ("e2", "highcpu"): (2, 4, 8, 16, 32),
+    ("n2", "standard"): (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
+    ("n2", "highmem"): (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
+    ("n2", "highcpu"): (2, 4, 8, 16, 32, 48, 64, 80, 96),
+    ("n2d", "standard"): (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224),
+    ("n2d", "highmem"): (2, 4, 8, 16, 32, 48, 64, 80, 96),
+    ("n2d", "highcpu"): (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224),
+    ("n4", "standard"): (2, 4, 8, 16, 32, 48, 64, 80),
+    ("n4", "highmem"): (2, 4, 8, 16, 32, 48, 64, 80),
+    ("n4", "highcpu"): (2, 4, 8, 16, 32, 48, 64, 80),
+    ("c3", "standard"): (4, 8, 22, 44, 88, 176),
+    ("c3", "highmem"): (4, 8, 22, 44, 88, 176),
+    ("c3", "highcpu"): (4, 8, 22, 44, 88, 176),
+}
+
+
 def machine_shape(machine_type: str) -> MachineShape:
     """vCPUs and memory of a machine type; TopologyError names what is known."""
     if machine_type in _ACCELERATOR_SHAPES:
@@ -248,10 +270,16 @@ def machine_shape(machine_type: str) -> MachineShape:
     family, _, rest = machine_type.partition("-")
     machine_class, _, size = rest.partition("-")
     per_vcpu = _GIB_PER_VCPU.get(family, {}).get(machine_class)
-    if per_vcpu is None or not size.isdigit() or int(size) < 2:
+    sizes = _SIZES.get((family, machine_class), ())
+    if per_vcpu is None:
         families = sorted({f"{f}-{c}-<vCPUs>" for f, classes in _GIB_PER_VCPU.items() for c in classes})
         raise TopologyError(
             f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*_ACCELERATOR_SHAPES, *families])})"
+        )
+    if not size.isdigit() or int(size) not in sizes:
+        raise TopologyError(
+            f"{machine_type!r} is not a {family}-{machine_class} machine type (allowed sizes: "
+            f"{', '.join(f'{family}-{machine_class}-{n}' for n in sizes)})"
         )
     return MachineShape(machine_type, int(size), int(size) * per_vcpu)
 

@@ -94,3 +94,9 @@ def test_maxtext_settings_are_held_to_the_bounds_maxtext_declares(setting, value
     message = _refusal(lambda values: values["trainyard:jobs"]["maxtext"][0].update(extraArgs={setting: value}))
     (line,) = [line for line in message.splitlines() if f"extraArgs.{setting}" in line]
     assert words in line
+
+
+def test_a_machine_type_between_the_sizes_gcp_sells_is_refused_naming_them():
+    message = _refusal(lambda values: values["trainyard:cluster"]["systemPool"].update(machineType="e2-standard-7"))
+    (line,) = [line for line in message.splitlines() if "systemPool.machineType" in line]
+    assert "is not a e2-standard machine type" in line and "e2-standard-8" in line
