@@ -303,6 +303,24 @@ def _smoke_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 smoke.nccl_nodes,
                 f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})",
             )
+        yield from _nccl_buffer_problems(smoke.nccl_megabytes, smoke.nccl_nodes, pool)
+
+
+def _nccl_buffer_problems(megabytes: int, nodes: int, pool: GpuPoolConfig) -> Iterator[ConfigProblem]:
+    """The all-gather holds its own buffer and one per rank (components/jobs/smoke_workloads.py) on each GPU."""
+    try:
+        machine = pool.machine
+    except topology.TopologyError:
+        return  # reported against the pool
+    ranks = nodes * machine.gpus_per_vm
+    largest = int(machine.hbm_bytes // ((ranks + 1) * 2**20))
+    if machine.hbm_bytes and megabytes > largest:
+        yield ConfigProblem(
+            "trainyard:jobs.smoke.ncclMegabytes",
+            megabytes,
+            f"needs {(ranks + 1) * megabytes / 1024:,.0f} GiB on each GPU of pool {pool.name} ({ranks} ranks' "
+            f"buffers and its own), more than its {machine.hbm_bytes / 2**30:,.0f} GiB (allowed: 1 to {largest})",
+        )
 
 
 def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -100,3 +100,12 @@ def test_a_machine_type_between_the_sizes_gcp_sells_is_refused_naming_them():
     message = _refusal(lambda values: values["trainyard:cluster"]["systemPool"].update(machineType="e2-standard-7"))
     (line,) = [line for line in message.splitlines() if "systemPool.machineType" in line]
     assert "is not a e2-standard machine type" in line and "e2-standard-8" in line
+
+
+def test_an_nccl_smoke_buffer_past_the_gpus_memory_is_refused():
+    def huge(values):
+        values["trainyard:jobs"]["smoke"].update(enabled=True, ncclMegabytes=20000)
+
+    (line,) = [line for line in _refusal(huge).splitlines() if "ncclMegabytes" in line]
+    assert line.startswith("trainyard:jobs.smoke.ncclMegabytes: 20000 needs 332 GiB on each GPU of pool")
+    assert "(16 ranks' buffers and its own)" in line and "(allowed: 1 to " in line
