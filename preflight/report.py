@@ -165,13 +165,20 @@ def _flag_values(flags: list[str]) -> dict[str, str]:
     return {flag: value for flag, value in itertools.pairwise(flags) if flag.startswith("--")}
 
 
-def maxtext_mesh(entrypoint: str) -> str | None:
-    """The MaxText mesh the trainer will build, resolved by its own rule (workloads/maxtext/parallelism.py)."""
+def maxtext_entrypoint_args(entrypoint: str) -> tuple[list[str], list[str]] | None:
+    """(trainyard's flags, MaxText's key=value settings) of a RayJob entrypoint that runs the MaxText trainer."""
     words = shlex.split(entrypoint)
     if MAXTEXT_TRAINER not in words:
         return None
-    after = words[words.index(MAXTEXT_TRAINER) + 1 :]
-    flags, maxtext_args = split_maxtext_args(after)
+    return split_maxtext_args(words[words.index(MAXTEXT_TRAINER) + 1 :])
+
+
+def maxtext_mesh(entrypoint: str) -> str | None:
+    """The MaxText mesh the trainer will build, resolved by its own rule (workloads/maxtext/parallelism.py)."""
+    arguments = maxtext_entrypoint_args(entrypoint)
+    if arguments is None:
+        return None
+    flags, maxtext_args = arguments
     values = _flag_values(flags)
     try:
         chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])

@@ -11,7 +11,8 @@ from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfi
 from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
-from components.facts import gke, gpu_software, maxtext, topology
+from components.config.shared_checks import shared_problems
+from components.facts import gpu_software, maxtext, topology
 from components.facts.secrets import carries_a_secret, looks_like_a_secret, masked
 
 
@@ -28,8 +29,6 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         yield from _token_key_problems(f"trainyard:jobs.fsdp[{index}]", job.hf_token_key)
         yield from _gated_secret_problems(f"trainyard:jobs.fsdp[{index}].gated", job.gated)
     yield from _libtpu_secret_problems(config.jobs.ray.libtpu_init_args)
-    yield from _port_problems(config)
-    yield from _run_name_problems(config)
     # Jobs switched off are parked: they are checked against the slices and pools, and their arguments against
     # the trainer, when switched on.
     for index, job in enumerate(config.jobs.maxtext):
@@ -76,8 +75,7 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 f"{path}.nodes", job.nodes, f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})"
             )
-    yield from _job_name_problems(config)
-    yield from _smoke_problems(config)
+    yield from shared_problems(config)
     yield from _flavor_problems(config)
     yield from _driver_problems(config)
 
@@ -282,47 +280,6 @@ def _axis_problems(path: str, sizes: dict[str, int]) -> Iterator[ConfigProblem]:
             )
 
 
-def _job_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    seen: dict[str, str] = {}
-    named = [(f"trainyard:jobs.maxtext[{i}].name", j.name) for i, j in enumerate(config.jobs.maxtext)]
-    named += [(f"trainyard:jobs.fsdp[{i}].name", j.name) for i, j in enumerate(config.jobs.fsdp)]
-    if config.jobs.ray.enabled:
-        named.append(("trainyard:jobs.ray.name", config.jobs.ray.name))
-    for path, name in named:
-        if name in seen:
-            yield ConfigProblem(path, name, f"is already the name of {seen[name]} (allowed: unique job names)")
-        seen.setdefault(name, path)
-
-
-def _smoke_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    smoke = config.jobs.smoke
-    for pool in config.gpu_pools if smoke.enabled else ():
-        if smoke.nccl_nodes > pool.max_nodes:
-            yield ConfigProblem(
-                "trainyard:jobs.smoke.ncclNodes",
-                smoke.nccl_nodes,
-                f"is more than pool {pool.name}'s maxNodes (allowed: 1 to {pool.max_nodes})",
-            )
-        yield from _nccl_buffer_problems(smoke.nccl_megabytes, smoke.nccl_nodes, pool)
-
-
-def _nccl_buffer_problems(megabytes: int, nodes: int, pool: GpuPoolConfig) -> Iterator[ConfigProblem]:
-    """The all-gather holds its own buffer and one per rank (components/jobs/smoke_workloads.py) on each GPU."""
-    try:
-        machine = pool.machine
-    except topology.TopologyError:
-        return  # reported against the pool
-    ranks = nodes * machine.gpus_per_vm
-    largest = int(machine.hbm_bytes // ((ranks + 1) * 2**20))
-    if machine.hbm_bytes and megabytes > largest:
-        yield ConfigProblem(
-            "trainyard:jobs.smoke.ncclMegabytes",
-            megabytes,
-            f"needs {(ranks + 1) * megabytes / 1024:,.0f} GiB on each GPU of pool {pool.name} ({ranks} ranks' "
-            f"buffers and its own), more than its {machine.hbm_bytes / 2**30:,.0f} GiB (allowed: 1 to {largest})",
-        )
-
-
 def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """Kueue flavors select nodes by GKE's labels; two groups of one shape and capacity are indistinguishable."""
     system_machine = config.cluster.system_pool.machine_type
@@ -396,40 +353,3 @@ def driver_summary(config: StackConfig, pool: GpuPoolConfig) -> str:
         else f"gpuDriverVersion {pool.gpu_driver_version} must give"
     )
     return f"{pool.name}: {source} {_newest(needs)} or newer ({carried}); {stated}"
-
-
-def _port_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    """Two servers of one Ray pod on one port: Ray's metrics exporter (every Ray pod), MaxText's cross-slice
-    traffic (TPU workers) and the head's own servers (components/facts/gke.py RAY_HEAD_PORTS)."""
-    ray = config.jobs.ray
-    taken = {port: f"Ray's {name} port" for name, port in gke.RAY_HEAD_PORTS.items()}
-    if ray.metrics_export_port in taken:
-        yield ConfigProblem(
-            "trainyard:jobs.ray.metricsExportPort",
-            ray.metrics_export_port,
-            f"is {taken[ray.metrics_export_port]} on the Ray head (allowed: a port no other Ray server uses)",
-        )
-    if ray.megascale_port == ray.metrics_export_port:
-        yield ConfigProblem(
-            "trainyard:jobs.ray.megascalePort",
-            ray.megascale_port,
-            "is also trainyard:jobs.ray.metricsExportPort on every TPU worker (allowed: another port)",
-        )
-
-
-def _run_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    """MaxText writes a run's checkpoints under its run name: two jobs of one name would overwrite each other."""
-    first: dict[str, int] = {}
-    for index, job in enumerate(config.jobs.maxtext):
-        if not job.enabled:  # parked: checked when switched on
-            continue
-        name = job.effective_run_name
-        if name in first:
-            yield ConfigProblem(
-                f"trainyard:jobs.maxtext[{index}].runName",
-                name,
-                f"is trainyard:jobs.maxtext[{first[name]}]'s run too, so both would write one checkpoint folder "
-                "(allowed: a run name of its own)",
-            )
-        else:
-            first[name] = index

@@ -158,9 +158,3 @@ def planned_feature_gates(objects: Iterable[Mapping[str, Any]]) -> dict[str, boo
                 name, _, value = pair.partition("=")
                 gates[name.strip()] = value.strip().lower() == "true"
     return gates
-
-
-def planned_version(objects: Iterable[Mapping[str, Any]]) -> str | None:
-    """The release the controller runs: its image tag."""
-    container = controller_container(objects)
-    return str(container.get("image", "")).rpartition(":")[2] if container else None

@@ -1,7 +1,8 @@
 """The pure comparison of two plans (`Plan.to_json()` shapes): what was added, removed, moved and changed.
 
-Both plans are judged by the working tree's pack and price book, so differences come from the stack, not from
-edits to the rules. `preflight diff` (diff.py) plans the two revisions; `markdown.py` renders the result.
+Both plans are judged by the working tree's pack code and price book, so differences come from the stack, not
+from edits to the rules; each side by its own pack config (revisions.py reads the base's at the base revision).
+`preflight diff` (revisions.py) plans the two revisions; `markdown.py` renders the result.
 """
 
 from __future__ import annotations

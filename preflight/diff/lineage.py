@@ -8,19 +8,15 @@ entrypoint and its GCS FUSE volume); an FSDP revision writes to a folder of its 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from preflight.report import MAXTEXT_TRAINER
-from workloads.maxtext.cli import split_maxtext_args
+from preflight.report import maxtext_entrypoint_args
 
 
 def _maxtext_settings(inputs: Mapping[str, Any]) -> dict[str, str]:
-    words = shlex.split(str((inputs.get("spec") or {}).get("entrypoint") or ""))
-    if MAXTEXT_TRAINER not in words:
-        return {}
-    _, settings = split_maxtext_args(words[words.index(MAXTEXT_TRAINER) + 1 :])
+    arguments = maxtext_entrypoint_args(str((inputs.get("spec") or {}).get("entrypoint") or ""))
+    settings = arguments[1] if arguments else []
     return dict(setting.split("=", 1) for setting in settings if "=" in setting)
 
 

@@ -62,17 +62,17 @@ def pods_placed_on(pool_name: str, resources: list[Mapping[str, Any]]) -> list[s
     if not pools:
         return []
     (pool,) = pools
+
+    def runs_there(spec: Mapping[str, Any]) -> bool:
+        return selects_pool(spec, pool.facts) and not untolerated(spec, pool)
+
     placed = []
     for group in pod_groups(resources):
-        if group.daemon or not selects_pool(group.spec, pool.facts) or untolerated(group.spec, pool):
+        if group.daemon or not runs_there(group.spec):
             continue
-        placed.append(f"{group.workload.replace(' ', ' `', 1)}`" + (f" ({group.where})" if group.where else ""))
-        submitter_here = not selects_nothing(DEFAULT_SUBMITTER, pool)
-        if group.where == "headGroupSpec" and group.workload.startswith("RayJob ") and submitter_here:
-            placed.append(f"{group.workload.replace(' ', ' `', 1)}` (submitter)")
+        shown = f"{group.workload.replace(' ', ' `', 1)}`"
+        placed.append(shown + (f" ({group.where})" if group.where else ""))
+        # KubeRay's default submitter (no selector, no tolerations) goes wherever such a pod may run.
+        if group.where == "headGroupSpec" and group.workload.startswith("RayJob ") and runs_there(DEFAULT_SUBMITTER):
+            placed.append(f"{shown} (submitter)")
     return placed
-
-
-def selects_nothing(spec: Mapping[str, Any], pool: Any) -> bool:
-    """KubeRay's default submitter pod (no selector, no tolerations) cannot run on the pool."""
-    return not selects_pool(spec, pool.facts) or bool(untolerated(spec, pool))
