@@ -187,10 +187,11 @@ def topology_requests_name_a_level(args: StackValidationArgs, report_violation: 
         return
     used = {lookup(flavor.props, "spec.topologyName") for flavor in flavors}
     levels = {
-        lookup(level, "nodeLabel")
+        str(lookup(level, "nodeLabel"))
         for name, topology in topologies.items()
         if name in used
         for level in items(topology.props, "spec.levels")
+        if isinstance(lookup(level, "nodeLabel"), str)  # a malformed level names nothing (the schema check says so)
     }
     for resource in args.resources:
         if kind_of(resource.resource_type) is None:

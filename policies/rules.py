@@ -20,6 +20,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from pulumi_policy import (
     EnforcementLevel,
     Policy,
     PolicyConfigSchema,
+    ReportViolation,
     ResourceValidationPolicy,
     StackValidationPolicy,
 )
@@ -58,11 +60,30 @@ def _name(rule: Callable[..., Any]) -> str:
     return rule.__name__.replace("_", "-")
 
 
+def judging_any_shape(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """The rule, reporting a value it cannot read as a violation of its own instead of raising: a policy that raises
+    stops `pulumi preview` with a stack trace, and a shape the rule cannot read is one it cannot pass either."""
+
+    @functools.wraps(rule)
+    def judged(args: Any, report_violation: ReportViolation) -> None:
+        try:
+            rule(args, report_violation)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as error:
+            urn = getattr(args, "urn", None)
+            report_violation(f"{_name(rule)} cannot read this {'resource' if urn else 'stack'}: {error}", urn)
+
+    return judged
+
+
 def resource_policy(
     rule: Callable[..., Any], level: EnforcementLevel = MANDATORY, config: PolicyConfigSchema | None = None
 ) -> ResourceValidationPolicy:
     return ResourceValidationPolicy(
-        name=_name(rule), description=_describe(rule), validate=rule, enforcement_level=level, config_schema=config
+        name=_name(rule),
+        description=_describe(rule),
+        validate=judging_any_shape(rule),
+        enforcement_level=level,
+        config_schema=config,
     )
 
 
@@ -70,7 +91,11 @@ def stack_policy(
     rule: Callable[..., Any], level: EnforcementLevel = MANDATORY, config: PolicyConfigSchema | None = None
 ) -> StackValidationPolicy:
     return StackValidationPolicy(
-        name=_name(rule), description=_describe(rule), validate=rule, enforcement_level=level, config_schema=config
+        name=_name(rule),
+        description=_describe(rule),
+        validate=judging_any_shape(rule),
+        enforcement_level=level,
+        config_schema=config,
     )
 
 
@@ -205,7 +230,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
     resource_policy(exposure_rules.public_endpoint_names_its_ranges, level=ADVISORY),
-    stack_policy(stack_rules.cost_within_budget, level=ADVISORY, config=BUDGET_CONFIG),
+    stack_policy(stack_rules.cost_within_budget, config=BUDGET_CONFIG),
     stack_policy(stack_rules.max_cost_within_spread, level=ADVISORY, config=SPREAD_CONFIG),
     stack_policy(stack_rules.runs_within_budget, level=ADVISORY, config=RUN_BUDGET_CONFIG),
 ]

@@ -207,7 +207,7 @@ _GROUPS_NAMED = 3
 
 
 def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    """The stack's cost at maximum scale stays within the budget (advisory unless configured).
+    """The stack's cost at maximum scale stays within the budget (mandatory unless configured advisory).
 
     Accelerator pools cost hundreds of dollars an hour at full scale; the budget (maxUsdPerHour, by default
     DEFAULT_MAX_USD_PER_HOUR) makes an overrun visible before `pulumi up`, and mandatory if the config says so.

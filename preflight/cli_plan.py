@@ -20,12 +20,13 @@ from components.config.tokens import TokenError
 from components.facts import cost
 from preflight.checks import policy_runner, provider_inputs
 from preflight.checks.admission import Admission, AdmissionProblem, check_admission, workload_config_keys
+from preflight.checks.api_limits import limit_problems
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
 from preflight.checks.placement import PlacementProblem, check_placement
 from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
 from preflight.cli_output import progress, say, say_each
-from preflight.engine.plan import Plan, plan_stack
+from preflight.engine.plan import Plan, accepted_resources, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
 from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
 from preflight.report import render_jobs, render_plan
@@ -89,11 +90,13 @@ class Verdict:
 def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
     plan_json = plan.to_json()
     config = load_stack_config(plan.config, plan.stack)
-    pod_templates, placement = check_placement(plan_json["resources"])
-    admitted, admission = check_admission(plan_json["resources"], workload_config_keys(config))
+    schemas = check_manifests(plan.manifests, config.cluster.version)
+    accepted = accepted_resources(plan_json["resources"], schemas.refused)
+    pod_templates, placement = check_placement(accepted)
+    admitted, admission = check_admission(accepted, workload_config_keys(config))
     forecasts = stack_forecasts(config)
     return Verdict(
-        schemas=check_manifests(plan.manifests, config.cluster.version),
+        schemas=schemas.adding(limit_problems(plan.manifests, config.network.service_range)),
         placement=placement,
         pod_templates=pod_templates,
         admitted=admitted,

@@ -27,6 +27,9 @@ STACK_NAME = r"^[A-Za-z0-9_.-]{1,100}$"  # what the Pulumi CLI accepts for a sta
 GKE_VERSION = r"^1\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
 MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
 RUN_NAME = r"^[A-Za-z0-9][-_.A-Za-z0-9]*$"
+# A run name is a folder of the bucket's mount (MaxText's and Ray Train's run directory): one path component,
+# at most NAME_MAX (255) bytes on Linux and the GCS FUSE mount.
+RUN_NAME_MAX = 255
 CONFIG_KEY = r"^[a-z][-a-zA-Z0-9]*:[A-Za-z][A-Za-z0-9]*$"
 DRIVER_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"  # an NVIDIA driver version as nvidia-smi prints it
 REPOSITORY = REPOSITORY_ID

@@ -22,6 +22,7 @@ from components.config.base import (
     MODEL_NAME,
     QUANTITY,
     RUN_NAME,
+    RUN_NAME_MAX,
     VERSION_TAG,
     ConfigModel,
     Float,
@@ -63,6 +64,13 @@ def trainer_refusal(argv: Sequence[str]) -> str | None:
         lines = printed.getvalue().strip().splitlines() or ["argparse stopped"]
         return lines[-1].partition("error: ")[2] or lines[-1]
     return None
+
+
+def parsed_trainer_config(args: Mapping[str, str]) -> TrainConfig | None:
+    """The FSDP trainer's configuration from a job's args, as its own parser reads them; None where it refuses them
+    (trainer_refusal says why)."""
+    argv = trainer_argv("/out", args)
+    return None if trainer_refusal(argv) is not None else parse_config(argv, environ={})
 
 
 def gated_repositories(said: Sequence[str] | None, repositories: Sequence[str]) -> list[str]:
@@ -191,7 +199,7 @@ class MaxTextJobConfig(ReadsTheHub, ConfigModel):
     """MaxText remat_policy."""
     dataset_type: Literal["synthetic", "tfds", "grain", "hf"] = "synthetic"
     """MaxText dataset_type."""
-    run_name: str | None = Field(None, pattern=RUN_NAME)
+    run_name: str | None = Field(None, pattern=RUN_NAME, max_length=RUN_NAME_MAX)
     """MaxText run name; unset: the job's name."""
     # Sizes of MaxText's mesh axes; ici fsdp and dcn data take whatever the slices leave over.
     ici: dict[str, int] = Field(default_factory=dict)

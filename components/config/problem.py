@@ -8,6 +8,8 @@ from ipaddress import IPv4Network
 from typing import Any
 
 UNSET = object()  # a problem about a key that has no value (missing, unknown)
+# A value is echoed up to this many characters: a 3,000-character name stays one readable line.
+SHOWN_CHARACTERS = 80
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,12 @@ def show(value: Any) -> str:
     if isinstance(value, IPv4Network):
         value = str(value)
     try:
-        return json.dumps(value, ensure_ascii=False)
+        shown = json.dumps(value, ensure_ascii=False)
     except TypeError:
-        return repr(value)
+        shown = repr(value)
+    if len(shown) <= SHOWN_CHARACTERS:
+        return shown
+    return f"{shown[: SHOWN_CHARACTERS - 20]}... ({len(shown):,} characters)"
 
 
 def reason(error: Exception, value: Any) -> str:

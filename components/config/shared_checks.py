@@ -6,16 +6,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from components.config.jobs import FsdpJobConfig, parsed_trainer_config
 from components.config.models import GpuPoolConfig, StackConfig
-from components.config.problem import ConfigProblem
+from components.config.problem import UNSET, ConfigProblem
 from components.facts import gke, topology
+from components.facts.kueue_release import RAY_POD_SET_NAMES
 
 
 def shared_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _job_name_problems(config)
+    yield from _worker_group_name_problems(config)
     yield from _run_name_problems(config)
     yield from _port_problems(config)
     yield from _smoke_problems(config)
+    for index, maxtext in enumerate(config.jobs.maxtext):
+        yield from _argument_size_problems(f"trainyard:jobs.maxtext[{index}].extraArgs", maxtext.extra_args)
+    pools = {pool.name: pool for pool in config.gpu_pools}
+    for index, job in enumerate(config.jobs.fsdp):
+        yield from _argument_size_problems(f"trainyard:jobs.fsdp[{index}].args", job.args)
+        if job.enabled and job.pool in pools:
+            yield from _train_split_problems(f"trainyard:jobs.fsdp[{index}].args", job, pools[job.pool])
 
 
 def _job_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -28,6 +38,18 @@ def _job_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         if name in seen:
             yield ConfigProblem(path, name, f"is already the name of {seen[name]} (allowed: unique job names)")
         seen.setdefault(name, path)
+
+
+def _worker_group_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A slice group's name is its Ray worker group's and its Kueue pod set's (components/jobs/ray_workloads.py)."""
+    for index, group in enumerate(config.tpu_slices):
+        if group.name in RAY_POD_SET_NAMES:
+            yield ConfigProblem(
+                f"trainyard:tpuSlices[{index}].name",
+                group.name,
+                f"names the Ray worker group, and Kueue v0.19.2 refuses it: {RAY_POD_SET_NAMES[group.name]} "
+                f"(allowed: any name but {', '.join(RAY_POD_SET_NAMES)})",
+            )
 
 
 def _smoke_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -94,3 +116,43 @@ def _run_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         else:
             first[name] = index
+
+
+def _train_split_problems(path: str, job: FsdpJobConfig, pool: GpuPoolConfig) -> Iterator[ConfigProblem]:
+    """The trainer stops before its first step when one step wants more rows than the training split can hold
+    (workloads/fsdp/builder.py make_schedule); the split's size and the job's world size are known here."""
+    try:
+        ranks = job.nodes * pool.machine.gpus_per_vm
+    except topology.TopologyError:
+        return  # reported against the pool
+    trainer = parsed_trainer_config(job.args)
+    if trainer is None:
+        return  # reported by the trainer's own rules
+    rows, wanted = trainer.train_rows_at_most, trainer.rows_per_step(ranks)
+    if wanted <= rows:
+        return
+    key = "test-size" if "test-size" in job.args else "train-sample-size"
+    yield ConfigProblem(
+        f"{path}.{key}",
+        job.args.get(key, UNSET),
+        f"leaves at most {rows:,} training rows of train-sample-size {trainer.train_sample_size:,}, fewer than "
+        f"one step's {wanted:,} (per-device-train-batch-size {trainer.per_device_train_batch_size} x {ranks} GPUs "
+        f"x gradient-accumulation-steps {trainer.gradient_accumulation_steps}), so the trainer stops before its "
+        "first step (allowed: a split that holds one step; or fewer rows per step)",
+    )
+
+
+def _argument_size_problems(path: str, arguments: dict[str, str]) -> Iterator[ConfigProblem]:
+    """A job's arguments travel in its object (a RayJob's entrypoint, a Job's command), which etcd stores whole: past
+    gke.ARGUMENT_BYTES_LIMIT the object cannot stay under gke.OBJECT_BYTES_LIMIT."""
+    sizes = {key: len(key.encode()) + len(value.encode()) for key, value in arguments.items()}
+    if sum(sizes.values()) <= gke.ARGUMENT_BYTES_LIMIT:
+        return
+    largest = max(sizes, key=sizes.__getitem__)
+    yield ConfigProblem(
+        f"{path}.{largest}",
+        arguments[largest],
+        f"makes the job's arguments {sum(sizes.values()):,} bytes; they travel in the job's object, which etcd "
+        f"stores whole (at most {gke.OBJECT_BYTES_LIMIT:,} bytes) (allowed: {gke.ARGUMENT_BYTES_LIMIT:,} bytes of "
+        "arguments in all; long data belongs in a file in the bucket)",
+    )

@@ -128,3 +128,16 @@ ROUTER_NAT_TYPE = "gcp:compute/routerNat:RouterNat"
 BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 DEPLOYMENT_TYPE = "kubernetes:apps/v1:Deployment"
 SERVICE_ACCOUNT_TYPE = "gcp:serviceaccount/account:Account"
+
+# What the API server refuses by size (preflight/checks/api_limits.py; docs/cloud-facts.md, "API limits"). etcd
+# stores an object in one request of at most --max-request-bytes, 1.5 MiB by default; a ConfigMap's data and
+# binaryData hold at most 1 MiB (Kubernetes' ConfigMap validation, core.MaxSecretSize).
+OBJECT_BYTES_LIMIT = 1_572_864
+CONFIG_MAP_BYTES_LIMIT = 1_048_576
+# A job's own arguments (MaxText extraArgs, FSDP args) at most: the rest of its object (pod templates, Ray's
+# runtime env) stays well under the other half MiB.
+ARGUMENT_BYTES_LIMIT = 1_048_576
+# ClusterIP Services GKE's own add-ons may take from the Service range (kube-dns, metrics-server, the default HTTP
+# backend, managed Prometheus, the Ray operator and GCS FUSE webhooks...): GKE publishes no count; an assumption
+# with room, stated in docs/cloud-facts.md.
+GKE_SYSTEM_SERVICES = 16

@@ -27,6 +27,11 @@ MANAGER_CONFIG_FILE = "controller_manager_config.yaml"
 CONTROLLER = "kueue-controller-manager"  # the Deployment, and its ServiceAccount
 FEATURE_GATES_FLAG = "--feature-gates="
 CONFIG_HASH_ANNOTATION = "trainyard/manager-config-sha256"
+# Pod set names Kueue gives a RayJob's own pods, which a worker group (a slice group's name) must not take: its
+# webhook refuses a worker group named "head" ('"head" is reserved for the head group', pkg/controller/jobs/
+# raycluster/common.go); the submitter's pod set (K8sJobMode, KubeRay's default) shares the Workload's podSets, a
+# list keyed by name, so a second "submitter" makes a Workload the API server refuses (rayjob_controller.go).
+RAY_POD_SET_NAMES = {"head": '"head" is reserved for the head group', "submitter": "is the RayJob submitter's pod set"}
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

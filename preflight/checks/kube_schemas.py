@@ -52,6 +52,10 @@ class SchemaCheck:
 
     problems: list[SchemaProblem]
     unchecked: list[str]  # "RayJob trainyard/llama3-8b: no schema for RayJob ray.io/v1 (looked in: ...)"
+    refused: frozenset[int] = frozenset()  # positions of the objects with problems
+
+    def adding(self, problems: list[SchemaProblem]) -> SchemaCheck:
+        return SchemaCheck([*self.problems, *problems], self.unchecked, self.refused)
 
 
 class UnsupportedKubernetesVersion(ValueError):
@@ -123,9 +127,13 @@ def check_manifests(manifests: Iterable[Mapping[str, Any]], kubernetes_version: 
     minor = kubernetes_minor(kubernetes_version)
     problems: list[SchemaProblem] = []
     unchecked: list[str] = []
+    refused: set[int] = set()
     for position, manifest in enumerate(manifests):
-        problems.extend(check_manifest(manifest, minor, position, unchecked))
-    return SchemaCheck(problems, unchecked)
+        found = check_manifest(manifest, minor, position, unchecked)
+        problems.extend(found)
+        if found:
+            refused.add(position)
+    return SchemaCheck(problems, unchecked, frozenset(refused))
 
 
 def check_manifest(

@@ -7,7 +7,7 @@ import gc
 import runpy
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,9 +43,7 @@ class Plan:
         """Every Kubernetes object as it would be applied (pulumi-kubernetes sends the object as its inputs),
         with integral numbers as integers, as the provider writes them (the wire carries every number as a float)."""
         return [
-            integral_as_int(resource.inputs)
-            for resource in self.resources
-            if resource.type.startswith("kubernetes:") and "apiVersion" in resource.inputs
+            integral_as_int(resource.inputs) for resource in self.resources if is_object(resource.type, resource.inputs)
         ]
 
     def of_type(self, type_: str) -> list[Registration]:
@@ -123,6 +121,19 @@ def plan_stack(stack: str, project_dir: Path) -> Plan:
     """Plan a stack of the project in `project_dir` with the settings of its Pulumi.<stack>.yaml."""
     files = read_stack_files(project_dir, stack)
     return plan_config(files.project, stack, files.main, files.config, files.secret_keys)
+
+
+def is_object(type_: str, inputs: Any) -> bool:
+    """A Kubernetes object of the plan (`Plan.manifests`): pulumi-kubernetes sends its inputs as the object."""
+    return type_.startswith("kubernetes:") and isinstance(inputs, dict) and "apiVersion" in inputs
+
+
+def accepted_resources(resources: list[dict[str, Any]], refused: Collection[int]) -> list[dict[str, Any]]:
+    """The plan JSON's resources less the objects at the positions of `Plan.manifests` the API server refuses: the
+    checks that play controllers on the plan (placement, admission) see only objects that would exist."""
+    objects = [index for index, r in enumerate(resources) if is_object(r["type"], r["inputs"])]
+    dropped = {objects[position] for position in refused}
+    return [resource for index, resource in enumerate(resources) if index not in dropped]
 
 
 def integral_as_int(value: Any) -> Any:

@@ -64,20 +64,23 @@ def test_a_public_endpoint_without_ranges_is_an_advisory():
     assert fired(fx.good_stack(), level="advisory") == set()
 
 
-def test_budget_is_advisory_unless_configured_mandatory():
+def test_budget_is_mandatory_unless_configured_advisory():
     over = {"cost-within-budget": {"maxUsdPerHour": 10}}
-    assert fired(fx.good_stack(), over, level="advisory") == {"cost-within-budget"}
-    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 10, "enforcementLevel": "mandatory"}}) == {
-        "cost-within-budget"
-    }
-    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}, level="advisory") == set()
+    assert fired(fx.good_stack(), over) == {"cost-within-budget"}
+    assert (
+        fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 10, "enforcementLevel": "advisory"}}) == set()
+    )
+    assert fired(
+        fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 10, "enforcementLevel": "advisory"}}, level="advisory"
+    ) == {"cost-within-budget"}
+    assert fired(fx.good_stack(), {"cost-within-budget": {"maxUsdPerHour": 100_000}}) == set()
 
 
 def budget_verdicts(stack: Stack, config: dict[str, Any] | None = None) -> list[str]:
     return [v.message for v in evaluate(fx.plan(stack), config) if v.policy == "cost-within-budget"]
 
 
-def test_a_stack_over_the_default_hourly_budget_is_an_advisory_naming_the_pools_that_drive_it():
+def test_a_stack_over_the_default_hourly_budget_fails_naming_the_pools_that_drive_it():
     assert budget_verdicts(fx.good_stack()) == []  # dev-like: $614.84/h at most, under the default $1,000/h
     gpus = edit(GPU_POOL, "autoscaling.totalMaxNodeCount", 2000.0)()
     (message,) = budget_verdicts(gpus)
@@ -88,6 +91,7 @@ def test_a_stack_over_the_default_hourly_budget_is_an_advisory_naming_the_pools_
     slices = fx.good_stack() + [fx.tpu_slice_pool(f"v6e-16-{i}") for i in range(2, 500)]
     (message,) = budget_verdicts(slices)
     assert "500 ct6e-standard-4t on-demand pools ($21,600.00/h at 2,000 nodes: v6e-16-0, v6e-16-1, ...)" in message
+    assert "cost-within-budget" in fired(slices)  # mandatory by default: the stack fails
     assert budget_verdicts(gpus, {"cost-within-budget": {"maxUsdPerHour": 200_000}}) == []
 
 
@@ -130,3 +134,11 @@ def test_messages_name_resource_property_and_value():
     (verdict,) = [v for v in evaluate(fx.plan(stack)) if v.policy == "accelerator-vpc-mtu"]
     assert "trainyard-dev-dcn-1" in verdict.message and "1500" in verdict.message and "8896" in verdict.message
     assert verdict.urn.endswith("gcp:compute/network:Network::trainyard-dev-dcn-1")
+
+
+def test_a_value_a_rule_cannot_read_is_its_violation_not_a_crash():
+    """An MTU written as a word once raised inside accelerator-vpc-mtu, which stops `pulumi preview` with a trace;
+    the rule now reports that it cannot read the network, at its own level."""
+    stack = fx.replace(fx.good_stack(), fx.network(mtu="jumbo"))  # type: ignore[arg-type]
+    (verdict,) = [v for v in evaluate(fx.plan(stack)) if v.policy == "accelerator-vpc-mtu"]
+    assert verdict.level == "mandatory" and "accelerator-vpc-mtu cannot read this resource" in verdict.message

@@ -61,7 +61,8 @@ def test_pack_serves_every_policy_with_its_level(analyzer):
     levels = {policy.name: policy.enforcementLevel for policy in info.policies}
     assert list(levels) == [policy.name for policy in rules.POLICIES]
     assert levels["accelerator-vpc-mtu"] == proto.MANDATORY
-    assert levels["cost-within-budget"] == proto.ADVISORY
+    assert levels["cost-within-budget"] == proto.MANDATORY
+    assert levels["runs-within-budget"] == proto.ADVISORY
 
 
 def test_pack_reports_a_bad_network_over_grpc(analyzer):

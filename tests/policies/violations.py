@@ -421,6 +421,11 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         lambda: without_metadata_server(metadata_selecting_stack()),
         {"ray-worker-groups-match-pools", "pools-use-gke-metadata-server"},
     ),
+    (
+        "a GPU pool of 2,000 nodes (~$105,000/h)",
+        edit(GPU_POOL, "autoscaling.totalMaxNodeCount", 2000.0),
+        {"cost-within-budget", "kueue-quotas-match-pools"},  # Kueue's quota still says 10 nodes
+    ),
     *POD_SECURITY_CASES,
     *HOST_AND_PORT_CASES,
     *IDENTITY_CASES,

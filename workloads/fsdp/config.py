@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,16 @@ class TrainConfig:
 
     def describe(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def train_rows_at_most(self) -> int:
+        """Rows the training split can hold: the samples drawn less the held-out ones (datasets' train_test_split
+        holds out ceil(test_size x n)); a smaller dataset, the length filter or packing only lower it."""
+        return self.train_sample_size - math.ceil(self.test_size * self.train_sample_size)
+
+    def rows_per_step(self, world_size: int) -> int:
+        """Rows one optimizer step consumes across the job (batching.BatchPlanner.rows_per_step)."""
+        return self.per_device_train_batch_size * world_size * self.gradient_accumulation_steps
 
 
 def env_name(config_field: dataclasses.Field) -> str:

@@ -269,13 +269,13 @@ def test_topology_aware_placement_needs_nodes_that_exist_or_a_provisioning_reque
     )
 
 
-def test_pod_set_names_must_be_unique(plan_with):
-    def group_named_submitter(values):
-        values["trainyard:tpuSlices"][0]["name"] = "submitter"
-        values["trainyard:jobs"]["maxtext"][0]["slices"] = "submitter"
-
-    plan = plan_with(group_named_submitter)
-    (refused,) = problems(resources_of(plan), plan)
+def test_pod_set_names_must_be_unique(dev_plan):
+    """The stack refuses such a slice group name when it loads (tests/components/config/test_sizes_and_names.py);
+    a RayJob edited by hand still meets Kueue's rule here."""
+    resources = resources_of(dev_plan)
+    (rayjob,) = objects(resources, "RayJob")
+    rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] = "submitter"
+    (refused,) = problems(resources, dev_plan)
     assert (
         refused[2]
         == "pod set submitter is named twice: Kueue cannot create the Workload (pod set names must be unique)"
