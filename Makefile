@@ -74,7 +74,7 @@ test-infra: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports  # the import contracts in pyproject.toml (it puts the repo root on sys.path)
-	$(VENV)/bin/python -m pytest tests/preflight tests/components tests/policies tests/github -q
+	$(VENV)/bin/python -m pytest tests/preflight tests/components tests/policies tests/github tests/runs -q
 
 -include workloads/fsdp/fsdp.mk
 -include workloads/maxtext/maxtext.mk

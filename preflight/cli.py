@@ -31,6 +31,7 @@ examples:
   .venv/bin/trainyard diff --base main        what this branch changes in the dev stack
   .venv/bin/trainyard forecast --stack dev    each job's step time, MFU and cost per run
   .venv/bin/trainyard catalog                 the TPU topologies, machines, capacities and prices
+  .venv/bin/trainyard job --help              day 2: submit, list, status (why), logs and cancel jobs
   make preflight STACK=dev                    build .venv (first time), then plan
 """
 

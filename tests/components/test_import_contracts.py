@@ -36,6 +36,9 @@ PLANTED = [
     ("workloads/fsdp/config.py", "import components", "the trainers never import the program"),
     ("workloads/maxtext/cli.py", "import preflight", "the trainers never import the program"),
     ("workloads/maxtext/train.py", "import tools.maxtext_fit.fit", "the trainers never import the program"),
+    ("runs/why.py", "import cli.job", "day 2 sits on top"),
+    ("preflight/cli.py", "import cli.job", "day 2 sits on top"),
+    ("preflight/report.py", "import runs.jobs", "runs/ stands on components and preflight"),
 ]
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight.__main__ import main
+from cli.main import main
 from tests.helpers.plans import PROJECT_DIR
 
 DOCS = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md"))]
@@ -202,20 +202,25 @@ def preflight_args(words: list[str]) -> list[str] | None:
 
 
 def run_preflight_command(args: list[str], capsys: pytest.CaptureFixture[str]) -> int:
-    """Run a preflight command here, or check the options of one that plans twice or rewrites a tracked file."""
+    """Run a preflight command here, or check the options of one that plans twice, rewrites a tracked file, or (a
+    `job` verb) reads a cluster or the user's own files."""
+    if args[:1] == ["job"] and len(args) > 1 and not args[1].startswith("-"):
+        check_verb_options(args, capsys, prefix=["job"])
+        return 0
     if args and (args[0] in NOT_RUN_VERBS or "--write" in args):
         check_verb_options(args, capsys)
         return 0
     return run_preflight(args)
 
 
-def check_verb_options(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def check_verb_options(args: list[str], capsys: pytest.CaptureFixture[str], prefix: list[str] = ()) -> None:
     """A verb not run here must still take every option the docs give it."""
+    args = args[len(prefix) :]
     verb = args[0]
-    assert run_preflight([verb, "--help"]) == 0
+    assert run_preflight([*prefix, verb, "--help"]) == 0
     usage = capsys.readouterr().out
-    for option in (arg.split("=", 1)[0] for arg in args[1:] if arg.startswith("--")):
-        assert option in usage, f"preflight {verb} has no {option}"
+    for option in (arg.split("=", 1)[0] for arg in args[1:] if arg.startswith("-")):
+        assert option in usage, f"preflight {' '.join([*prefix, verb])} has no {option}"
 
 
 def run_line(words: list[str], folder: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,6 +43,27 @@ PROBE = textwrap.dedent(
     wrong = {{**os.environ, "RAY_AUTH_TOKEN": "{WRONG_TOKEN}"}}
     run = subprocess.run([sys.executable, "-c", client], env=wrong, capture_output=True, text=True, timeout=120)
     found["gcs client with a wrong token"] = [run.returncode, "connected" in run.stdout, run.stderr[-3000:]]
+
+    # `trainyard job logs` reads a RayJob's logs through this job API (runs/cluster.py ray_job_logs)
+    import time
+    from runs.cluster import ClusterError, ray_job_logs
+
+    body = json.dumps({{"entrypoint": "echo trainyard-logs-probe"}}).encode()
+    headers = {{"Authorization": bearer, "Content-Type": "application/json"}}
+    with urllib.request.urlopen(urllib.request.Request(jobs_api, body, headers, method="POST"), timeout=60) as answer:
+        submission = json.loads(answer.read())["submission_id"]
+    for _ in range(120):
+        with urllib.request.urlopen(urllib.request.Request(jobs_api + submission, headers=headers), timeout=30) as r:
+            if json.loads(r.read())["status"] in ("SUCCEEDED", "FAILED", "STOPPED"):
+                break
+        time.sleep(1)
+    dashboard = "http://" + context.dashboard_url
+    found["logs"] = ray_job_logs(dashboard, submission, os.environ["RAY_AUTH_TOKEN"])
+    try:
+        ray_job_logs(dashboard, submission, "{WRONG_TOKEN}")
+        found["logs with a wrong token"] = "read"
+    except ClusterError as error:
+        found["logs with a wrong token"] = str(error)
     print("FOUND " + json.dumps(found))
     """
 )
@@ -83,3 +104,8 @@ def test_a_gcs_client_with_a_wrong_token_is_refused(probed):
     returncode, connected, stderr = probed["gcs client with a wrong token"]
     assert returncode != 0 and not connected
     assert "token" in stderr.lower()
+
+
+def test_trainyard_job_logs_reads_a_ray_jobs_log_with_the_token_and_is_refused_without(probed):
+    assert "trainyard-logs-probe" in probed["logs"]
+    assert probed["logs with a wrong token"].endswith("the head answered 403 Forbidden")

@@ -1,0 +1,246 @@
+"""`trainyard job status NAME` (alias `why`): in a few lines, why a job is where it is and what to do next.
+
+The first line names the cause; the lines after it give the evidence (Kueue's and GKE's own words, quoted) and
+the next step. Sources, all read by condition type: the Workload's conditions and admission checks (Kueue v0.19.2),
+the ProvisioningRequest's conditions (the cluster autoscaler's API, GKE's DWS), pods still Pending and their
+scheduling events, a RayJob's head, and the queue position from Kueue's visibility API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from runs import objects as o
+from runs.jobs import State, TrainingJob
+
+# The ProvisioningRequest condition types GKE's autoscaler sets (autoscaling.x-k8s.io/v1), in the order a request
+# moves through them; each that is True ends the wait in its own way.
+_REQUEST_ENDINGS = {
+    "Failed": "DWS could not provision the nodes",
+    "BookingExpired": "DWS provisioned the nodes, but the pods did not start on them in time and the booking expired",
+    "CapacityRevoked": "DWS took the nodes back (the run window ended or capacity was reclaimed)",
+}
+
+
+def explain(
+    job: TrainingJob, now: datetime, positions: Mapping[str, int] | None = None, holders: Sequence[str] = ()
+) -> list[str]:
+    """The lines `status` prints. `positions`: workload name -> position in its ClusterQueue (visibility API);
+    `holders`: admitted workloads of the same ClusterQueue, as `name (chips on flavor)`."""
+    state = job.state
+    lines = _by_state[state](job, now, positions or {}, holders)
+    return [f"{job.kind} {job.name}: {lines[0]}", *(f"  {line}" for line in lines[1:])]
+
+
+def _not_queued(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    queue = o.labels(job.job).get("kueue.x-k8s.io/queue-name")
+    if not queue:
+        return [
+            "not queued: it has no kueue.x-k8s.io/queue-name label, so Kueue never admits it",
+            "next: submit it with `trainyard job submit`, which labels it for the stack's LocalQueue",
+        ]
+    return [
+        (
+            f"not queued: Kueue has made no Workload for it (queue {queue}), {o.age(o.created(job.job), now)} after it "
+            "was created"
+        ),
+        (
+            "next: check that Kueue's controller runs (`kubectl -n kueue-system get pods`) and that the LocalQueue "
+            f"{queue} exists in this namespace"
+        ),
+    ]
+
+
+def _pending(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    reserved = job.conditions.get("QuotaReserved")
+    since = reserved.since if reserved else o.created(job.workload or job.job)
+    position = positions.get(o.name(job.workload or {}))
+    where = f", position {position + 1} in its ClusterQueue" if position is not None else ""
+    lines = [f"pending for {o.age(since, now)}: waiting for quota{where}"]
+    if reserved and reserved.message:
+        lines.append(f"Kueue: {reserved.message}")
+    if holders:
+        lines.append(f"quota held by: {', '.join(holders)}")
+    lines.append(
+        "next: it starts when they finish; to start sooner, cancel one (`trainyard job cancel NAME`) or ask for fewer "
+        "nodes or slices"
+    )
+    return lines
+
+
+def _provisioning(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    request = job.provisioning[-1] if job.provisioning else None
+    checks = [c for c in job.admission_checks if c.get("state") != "Ready"]
+    if request is None:
+        names = ", ".join(f"{c.get('name')} ({c.get('state')}: {c.get('message', '')})" for c in checks) or "none"
+        return [
+            "quota reserved, waiting for its admission checks",
+            f"checks not ready: {names}",
+            "next: wait; Kueue admits it once every check is Ready",
+        ]
+    conditions = o.conditions(request)
+    ended = next((c for kind, c in conditions.items() if kind in _REQUEST_ENDINGS and c.true), None)
+    if ended:
+        return _request_ended(job, request, ended, now)
+    accepted = conditions.get("Accepted")
+    since = accepted.since if accepted and accepted.true else o.created(request)
+    provisioned = conditions.get("Provisioned")
+    lines = [
+        f"waiting for DWS capacity for {o.age(since, now)}: ProvisioningRequest {o.name(request)} is not provisioned"
+    ]
+    if provisioned and provisioned.message:
+        lines.append(f"GKE: {provisioned.message}")
+    elif accepted and accepted.message:
+        lines.append(f"GKE: {accepted.message}")
+    lines.append(
+        "next: DWS keeps the request until capacity frees up (nodes come all at once; nothing is billed meanwhile); "
+        "a shorter maxRunDurationSeconds or fewer nodes can be found sooner"
+    )
+    return lines
+
+
+def _request_ended(job: TrainingJob, request: Mapping[str, Any], ended: o.Condition, now: datetime) -> list[str]:
+    lines = [f"{_REQUEST_ENDINGS[ended.type]} ({ended.type} {o.age(ended.since, now)} ago)"]
+    if ended.message:
+        lines.append(f"GKE: {ended.message}")
+    check = next((c for c in job.admission_checks if c.get("state") in ("Retry", "Rejected")), None)
+    if check and check.get("state") == "Rejected":
+        lines.append(f"Kueue rejected the admission check {check.get('name')}: the job is deactivated")
+        lines.append("next: fix the cause above and submit it again")
+    else:
+        lines.append(f"Kueue retries with a new ProvisioningRequest (attempt {len(job.provisioning) + 1})")
+        lines.append("next: wait, or cancel it if the cause above will not pass")
+    return lines
+
+
+def _evicted(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    evicted = job.conditions.get("Evicted")
+    preempted = job.conditions.get("Preempted")
+    requeue = o.status(job.workload or {}).get("requeueState") or {}
+    reason = evicted.reason if evicted else "requeued"
+    words, step = _EVICTIONS.get(reason, (reason, "it is admitted again when quota frees up"))
+    lines = [f"evicted {o.age(evicted.since if evicted else None, now)} ago: {words}; back in the queue"]
+    messages = [c.message for c in (evicted, preempted) if c and c.message]
+    lines += [f"Kueue: {message}" for message in dict.fromkeys(messages)]
+    if job.requeues:
+        again = o.timestamp(requeue.get("requeueAt")) if isinstance(requeue, Mapping) else None
+        when = f", next try in {o.age(now, again)}" if again and again > now else ""
+        lines.append(f"requeued {job.requeues} time(s){when}")
+    lines.append(f"next: {step}")
+    return lines
+
+
+# Kueue v0.19.2's eviction reasons (apis/kueue/v1beta2/workload_types.go WorkloadEvictedBy*): what happened, and
+# what to do.
+_EVICTIONS = {
+    "PodsReadyTimeout": (
+        "its pods were not all ready within Kueue's waitForPodsReady timeout",
+        (
+            "it is admitted again when quota frees up; evictions that repeat mean its pods cannot start: read their "
+            "events (`kubectl describe pod`) or a log (`trainyard job logs`)"
+        ),
+    ),
+    "Preempted": (
+        "preempted to make room for another workload",
+        "it is admitted again when the preemptor finishes; it resumes from its newest checkpoint",
+    ),
+    "AdmissionCheck": (
+        "its admission check (DWS) failed",
+        (
+            "Kueue retries with a new ProvisioningRequest after a backoff; if GKE's reason above repeats (capacity in "
+            "the zone), ask for fewer nodes or another zone"
+        ),
+    ),
+    "InactiveWorkload": ("deactivated", "it stays stopped until it is submitted again"),
+    "NodeFailures": ("a node it ran on failed", "it is admitted again and resumes from its newest checkpoint"),
+}
+
+
+def _admitted(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    pending = job.pods_in_phase("Pending")
+    flavors = _flavor_text(job)
+    if job.kind == "RayJob" and job.ray_cluster is not None and not job.pods_in_phase("Running"):
+        head = [pod for pod in pending if o.labels(pod).get("ray.io/node-type") == "head"]
+        if head:
+            return [
+                f"admitted on {flavors}, but the Ray head pod {o.name(head[0])} is Pending",
+                *_scheduling_words(job, head[0]),
+                "next: the head lands on the system pool; free room there or lower trainyard:jobs.ray.headCpu",
+            ]
+    if not job.pods:
+        status = o.status(job.job)
+        deployment = status.get("jobDeploymentStatus")
+        return [
+            f"admitted on {flavors}, its pods not created yet{f' ({deployment})' if deployment else ''}",
+            "next: wait a minute; the job controller creates the pods once Kueue unsuspends it",
+        ]
+    lines = [f"admitted on {flavors}, {len(pending)} of {len(job.pods)} pods Pending"]
+    if pending:
+        lines += _scheduling_words(job, pending[0])
+    lines.append("next: nodes are being added (autoscaling) or the pods do not fit the nodes: see the events above")
+    return lines
+
+
+def _running(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    resource, count = job.accelerators
+    unit = "chips" if "tpu" in resource else "GPUs"
+    running = len(job.pods_in_phase("Running"))
+    return [
+        f"running for {o.age(job.started(), now)} on {_flavor_text(job)}: {running} pods, {count} {unit}",
+        f"next: `trainyard job logs {job.workload_label}` to follow it",
+    ]
+
+
+def _succeeded(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    finished = job.conditions.get("Finished")
+    return [
+        f"succeeded {o.age(finished.since if finished else None, now)} ago",
+        *([f"Kueue: {finished.message}"] if finished and finished.message else []),
+        "its checkpoints and outputs stay in the bucket",
+    ]
+
+
+def _failed(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
+    finished = job.conditions.get("Finished")
+    own = o.conditions(job.job).get("Failed")
+    status = o.status(job.job)
+    message = (finished.message if finished else "") or (own.message if own else "") or str(status.get("message", ""))
+    reason = (own.reason if own else "") or str(status.get("reason", ""))
+    return [
+        (
+            f"failed {o.age(finished.since if finished else (own.since if own else None), now)} ago"
+            f"{f' ({reason})' if reason else ''}"
+        ),
+        *([f"why: {message}"] if message else []),
+        (
+            f"next: `trainyard job logs {job.workload_label}` shows the trainer's last lines; the newest complete "
+            "checkpoint is kept, and a new submission resumes from it"
+        ),
+    ]
+
+
+def _flavor_text(job: TrainingJob) -> str:
+    flavors = job.flavors
+    accelerator = [f for pod_set, f in flavors.items() if pod_set not in ("head", "submitter")]
+    return ", ".join(dict.fromkeys(accelerator or list(flavors.values()))) or "?"
+
+
+def _scheduling_words(job: TrainingJob, pod: Mapping[str, Any]) -> list[str]:
+    scheduled = o.conditions(pod).get("PodScheduled")
+    events = [e for e in job.events if (e.get("involvedObject") or {}).get("name") == o.name(pod)]
+    message = str(events[-1].get("message", "")) if events else (scheduled.message if scheduled else "")
+    return [f"scheduler: {message}"] if message else []
+
+
+_by_state = {
+    State.NOT_QUEUED: _not_queued,
+    State.PENDING: _pending,
+    State.PROVISIONING: _provisioning,
+    State.EVICTED: _evicted,
+    State.ADMITTED: _admitted,
+    State.RUNNING: _running,
+    State.SUCCEEDED: _succeeded,
+    State.FAILED: _failed,
+}
