@@ -3,19 +3,20 @@ job became (where it runs, its mesh or world size, image, queue, admission and f
 
 from __future__ import annotations
 
-import itertools
-import shlex
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from components.config.jobs import MaxTextJobConfig
+from components.config.models import StackConfig, TpuSliceConfig
 from components.facts import cost, gke, images
 from components.facts.capacity import node_pool_capacity
+from components.jobs.ray_workloads import maxtext_arguments, slice_range
 from preflight.checks.admission import Admission, AdmissionProblem
 from preflight.checks.pods import pod_requests
 from preflight.engine.mocks import Registration
-from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import ParallelismError, check_parallelism, parse_overrides
 
 
@@ -150,40 +151,37 @@ def _per_pod(template: Mapping[str, Any], resource: str) -> int:
     return int(pod_requests(template.get("spec") or {}, [resource]).get(resource, 0))
 
 
-def _command_words(template: Mapping[str, Any]) -> list[str]:
-    parts = [part for c in _containers(template) for part in (c.get("command") or []) + (c.get("args") or [])]
-    return [word for part in parts for word in part.split()]
-
-
 def short_image(image: str) -> str:
     """`registry/.../maxtext:tag@sha256:<64 hex>` as `maxtext:tag@sha256:<12 hex>` (the tree shows the registry)."""
     name, at, digest = image.rpartition("/")[2].partition("@")
     return f"{name}{at}{digest[: len('sha256:') + 12]}" if at else name
 
 
-def _flag_values(flags: list[str]) -> dict[str, str]:
-    return {flag: value for flag, value in itertools.pairwise(flags) if flag.startswith("--")}
+@dataclass(frozen=True)
+class JobInputs:
+    """What the report says of a job from the stack config that made it, not from its rendered command."""
+
+    trainer: str  # "MaxText", "FSDP"
+    mesh: str | None = None  # a MaxText job's resolved mesh
 
 
-def maxtext_entrypoint_args(entrypoint: str) -> tuple[list[str], list[str]] | None:
-    """(trainyard's flags, MaxText's key=value settings) of a RayJob entrypoint that runs the MaxText trainer."""
-    words = shlex.split(entrypoint)
-    if MAXTEXT_TRAINER not in words:
-        return None
-    return split_maxtext_args(words[words.index(MAXTEXT_TRAINER) + 1 :])
+def job_inputs(config: StackConfig) -> dict[str, JobInputs]:
+    """Each enabled job of the config by name (its objects' workload label)."""
+    groups = {group.name: group for group in config.tpu_slices}
+    found = {job.name: JobInputs(TRAINERS[FSDP_TRAINER]) for job in config.jobs.enabled_fsdp}
+    for job in config.jobs.enabled_maxtext:
+        group = groups.get(job.slices)
+        found[job.name] = JobInputs(TRAINERS[MAXTEXT_TRAINER], maxtext_mesh(job, group) if group else None)
+    return found
 
 
-def maxtext_mesh(entrypoint: str) -> str | None:
-    """The MaxText mesh the trainer will build, resolved by its own rule (workloads/maxtext/parallelism.py)."""
-    arguments = maxtext_entrypoint_args(entrypoint)
-    if arguments is None:
-        return None
-    flags, maxtext_args = arguments
-    values = _flag_values(flags)
+def maxtext_mesh(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
+    """The MaxText mesh the trainer will build from the job's arguments, by its own rule
+    (workloads/maxtext/parallelism.py), for the most slices the job runs on."""
     try:
-        chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
-        mesh = check_parallelism(parse_overrides(maxtext_args), chips_per_slice, int(values["--slices"]))
-    except (KeyError, ValueError, ParallelismError) as error:
+        overrides = parse_overrides(maxtext_arguments(job, group))
+        mesh = check_parallelism(overrides, group.slice.chips, slice_range(job, group)[1])
+    except (ValueError, ParallelismError) as error:
         return f"not resolved ({error})"
     kinds = [(kind, axes) for kind, axes in (("ici", mesh.ici), ("dcn", mesh.dcn)) if axes]
     return "; ".join(f"{kind} " + " x ".join(f"{axis}={size}" for axis, size in axes.items()) for kind, axes in kinds)
@@ -204,17 +202,16 @@ def _slices_row(group: Mapping[str, Any]) -> tuple[str, str]:
     return "runs on", f"{where}, {slices * hosts * chips} chips"
 
 
-def _ray_rows(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _ray_rows(manifest: Mapping[str, Any], inputs: JobInputs | None) -> list[tuple[str, str]]:
     spec = manifest.get("spec") or {}
     cluster = spec.get("rayClusterSpec") or spec  # a RayJob's cluster, or a RayCluster's own spec
     rows = [_slices_row(group) for group in cluster.get("workerGroupSpecs") or []]
-    mesh = maxtext_mesh(str(spec.get("entrypoint", "")))
-    if mesh:
-        rows.append(("mesh", mesh))
+    if inputs and inputs.mesh:
+        rows.append(("mesh", inputs.mesh))
     return [*rows, ("image", _image((cluster.get("headGroupSpec") or {}).get("template") or {}))]
 
 
-def _job_rows(manifest: Mapping[str, Any], pool: str) -> list[tuple[str, str]]:
+def _job_rows(manifest: Mapping[str, Any], pool: str, inputs: JobInputs | None) -> list[tuple[str, str]]:
     spec = manifest.get("spec") or {}
     template = spec.get("template") or {}
     selector = _node_selector(template)
@@ -223,7 +220,7 @@ def _job_rows(manifest: Mapping[str, Any], pool: str) -> list[tuple[str, str]]:
     if gpus:
         accelerator = selector.get(gke.GPU_ACCELERATOR_LABEL, "GPU")
         rows = [("runs on", f"{pool}{pods} pods x {gpus} {accelerator} = {pods * gpus} GPUs")]
-        if "torchrun" in _command_words(template):
+        if inputs and inputs.trainer == TRAINERS[FSDP_TRAINER]:  # launched by torchrun, a process per GPU
             rows.append(("world", f"{pods * gpus} processes ({pods} nodes x {gpus}, torchrun)"))
     elif chips:
         shape = f"{selector.get(gke.TPU_ACCELERATOR_LABEL, '?')} {selector.get(gke.TPU_TOPOLOGY_LABEL, '?')}"
@@ -273,10 +270,13 @@ def render_jobs(
     admitted: Iterable[Admission],
     problems: Iterable[AdmissionProblem],
     forecasts: Iterable[Mapping[str, Any]],
+    inputs: Mapping[str, JobInputs] | None = None,
     width: int = 98,
 ) -> list[str]:
     """One block per job object the plan applies: what it is, where it runs, its size, image, queue, forecast;
-    each line within `width` columns, a longer value wrapped under itself."""
+    each line within `width` columns, a longer value wrapped under itself. `inputs`: the config's jobs by name
+    (job_inputs), for the trainer and the mesh."""
+    inputs = inputs or {}
     by_workload = {admission.workload: admission for admission in admitted}
     problems_of: dict[str, list[AdmissionProblem]] = {}
     for problem in problems:
@@ -289,14 +289,11 @@ def render_jobs(
         metadata = manifest.get("metadata") or {}
         job = (metadata.get("labels") or {}).get(gke.WORKLOAD_LABEL) or metadata.get("name")
         workload = f"{manifest['kind']} {metadata.get('namespace')}/{metadata.get('name')}"
-        words = shlex.split(str((manifest.get("spec") or {}).get("entrypoint", ""))) or _command_words(
-            (manifest.get("spec") or {}).get("template") or {}
-        )
-        trainer = next((name for module, name in TRAINERS.items() if module in words), "")
-        lines.append(f"{job}: {workload}{f' ({trainer})' if trainer else ''}")
+        given = inputs.get(job)
+        lines.append(f"{job}: {workload}{f' ({given.trainer})' if given else ''}")
         flavors = by_workload[workload].flavors.values() if workload in by_workload else []
         pool = f"pool {', '.join(sorted(set(flavors)))}: " if flavors else ""  # Kueue's flavors are the pools
-        rows = _job_rows(manifest, pool) if manifest["kind"] == "Job" else _ray_rows(manifest)
+        rows = _job_rows(manifest, pool, given) if manifest["kind"] == "Job" else _ray_rows(manifest, given)
         rows.append(("queue", _queue_row(manifest, by_workload, problems_of)))
         if job in forecast_of:
             rows.append(("forecast", forecast_summary(forecast_of[job])))

@@ -35,18 +35,17 @@ from components.facts.gke import (
     WORKLOAD_LABEL,
 )
 from components.jobs.hf_token import hf_token_env, hf_token_secret
-from components.jobs.pod_security import FUSE_OWNER_OPTIONS, POD_TOKEN, container_security, pod_security
+from components.jobs.pod_parts import DATA_MOUNT, accelerator_toleration, data_mount, data_volume, trainer_pod
+from components.jobs.pod_security import container_security
 from components.kube.dranet import CLAIM_NAME, Dranet, megascale_interface_prefixes, nics_per_worker
 from components.kube.revision import revision_name, superseded
 from components.kube.workload_code import WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
 API_VERSION = "ray.io/v1"
-DATA_MOUNT = "/data"
 OUTPUT_DIR = f"{DATA_MOUNT}/maxtext"
 TRAINER_MODULE = "workloads.maxtext.train"
 # The seed's options: the Ray image runs as uid 1000, and the file cache may use the node's disk.
-GCS_FUSE_MOUNT_OPTIONS = f"implicit-dirs,{FUSE_OWNER_OPTIONS},file-cache:max-size-mb:-1"
 METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
 # KubeRay v1.6.2 (apis/ray/v1/raycluster_types.go): mode token without a secretName makes the operator generate the
 # token Secret; enableK8sTokenAuth (Kubernetes RBAC instead of a token) is for standalone RayClusters only.
@@ -106,8 +105,6 @@ class RayPods:
         self._ray = args.ray
         self._image = args.image
         self._dranet = args.dranet
-        self._code: WorkloadCode | None = None
-        self._secret_env: list[dict] = []
 
     def cluster_spec(
         self,
@@ -116,67 +113,55 @@ class RayPods:
         secret_env: list[dict] | None = None,
     ) -> dict:
         """`groups`: (slice group, min replicas, max replicas, elastic) per worker group; `code` mounted on
-        every pod; `secret_env` (secretKeyRef entries) in every Ray container."""
-        self._code = code
-        self._secret_env = list(secret_env or [])
+        every pod; `secret_env` (secretKeyRef entries) in every Ray container. Nothing is kept between calls."""
+        secrets = list(secret_env or [])
         return {
             "authOptions": dict(RAY_AUTH_OPTIONS),
             "rayVersion": RAY_VERSION,
-            "headGroupSpec": {"rayStartParams": {}, "template": self._head_template()},
-            "workerGroupSpecs": [self._worker_group(*group) for group in groups],
+            "headGroupSpec": {"rayStartParams": {}, "template": self._head_template(code, secrets)},
+            "workerGroupSpecs": [self._worker_group(*group, code, secrets) for group in groups],
         }
 
-    def _volumes(self) -> list[dict]:
-        code = [self._code.volume()] if self._code else []
+    def _volumes(self, code: WorkloadCode | None) -> list[dict]:
         return [
-            *code,
+            *([code.volume()] if code else []),
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            {
-                "name": "gcs-fuse-csi-ephemeral",
-                "csi": {
-                    "driver": "gcsfuse.csi.storage.gke.io",
-                    "volumeAttributes": {
-                        "bucketName": self._args.bucket_name,
-                        "mountOptions": GCS_FUSE_MOUNT_OPTIONS,
-                    },
-                },
-            },
+            data_volume(self._args.bucket_name, "ray"),
         ]
 
-    def _mounts(self) -> list[dict]:
-        code = [self._code.mount()] if self._code else []
-        return [
-            *code,
-            {"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_MOUNT},
-            {"name": "dshm", "mountPath": "/dev/shm"},
-        ]
+    @staticmethod
+    def _mounts(code: WorkloadCode | None) -> list[dict]:
+        return [*([code.mount()] if code else []), data_mount(), {"name": "dshm", "mountPath": "/dev/shm"}]
 
-    def _pod(self, spec: dict) -> dict:
-        base = {
-            "serviceAccountName": self._args.service_account,
-            **POD_TOKEN,
-            "securityContext": pod_security(),
-            "volumes": self._volumes(),
-        }
+    def _pod(self, spec: dict, code: WorkloadCode | None) -> dict:
+        base = {**trainer_pod(self._args.service_account), "volumes": self._volumes(code)}
         return {"metadata": {"annotations": dict(GCS_FUSE_ANNOTATIONS)}, "spec": {**base, **spec}}
 
-    def _head_template(self) -> dict:
+    def _head_template(self, code: WorkloadCode | None, secret_env: list[dict]) -> dict:
         ray = self._ray
         container = {
             "name": "ray-head",
             "image": self._image,
             "ports": [{"containerPort": port, "name": name} for name, port in RAY_HEAD_PORTS.items()],
-            "env": [*ray_auth_env(), *self._secret_env],
+            "env": [*ray_auth_env(), *secret_env],
             "resources": {
                 "limits": {"memory": ray.head_memory},
                 "requests": {"cpu": ray.head_cpu, "memory": ray.head_memory},
             },
             "securityContext": container_security(),
-            "volumeMounts": self._mounts(),
+            "volumeMounts": self._mounts(code),
         }
-        return self._pod({"containers": [container], "nodeSelector": dict(METADATA_SERVER_SELECTOR)})
+        return self._pod({"containers": [container], "nodeSelector": dict(METADATA_SERVER_SELECTOR)}, code)
 
-    def _worker_group(self, group: TpuSliceConfig, lowest: int, highest: int, elastic: bool) -> dict:
+    def _worker_group(
+        self,
+        group: TpuSliceConfig,
+        lowest: int,
+        highest: int,
+        elastic: bool,
+        code: WorkloadCode | None,
+        secret_env: list[dict],
+    ) -> dict:
         tpu = group.slice
         chips = str(tpu.chips_per_vm)
         ray = self._ray
@@ -188,14 +173,14 @@ class RayPods:
                 "limits": {"memory": ray.worker_memory, TPU_RESOURCE: chips},
                 "requests": {"cpu": ray.worker_cpu, "memory": ray.worker_memory, TPU_RESOURCE: chips},
             },
-            "env": self._worker_env(highest, elastic, claims),
+            "env": self._worker_env(highest, elastic, claims, secret_env),
             "securityContext": container_security(),
-            "volumeMounts": self._mounts(),
+            "volumeMounts": self._mounts(code),
         }
         spec: dict = {
             "containers": [container],
             "nodeSelector": {**METADATA_SERVER_SELECTOR, **group.node_selector},
-            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [accelerator_toleration(TPU_RESOURCE)],
         }
         if claims:
             container["resources"]["claims"] = [{"name": CLAIM_NAME}]
@@ -207,10 +192,10 @@ class RayPods:
             "maxReplicas": highest,
             "numOfHosts": tpu.vms,
             "rayStartParams": {"metrics-export-port": str(ray.metrics_export_port)},
-            "template": self._pod(spec),
+            "template": self._pod(spec, code),
         }
 
-    def _worker_env(self, slices: int, elastic: bool, claims: bool) -> list[dict]:
+    def _worker_env(self, slices: int, elastic: bool, claims: bool, secret_env: list[dict]) -> list[dict]:
         ray = self._ray
         env = []
         # Elastic jobs change slice counts at run time; Ray Train sets MEGASCALE_* per attempt (ray PR #62893).
@@ -228,7 +213,7 @@ class RayPods:
             {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
             {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
             {"name": "LIBTPU_INIT_ARGS", "value": " ".join(libtpu)},
-            *self._secret_env,
+            *secret_env,
         ]
         return env
 

@@ -30,20 +30,15 @@ from components.facts.gke import (
     WORKLOAD_LABEL,
 )
 from components.jobs.hf_token import hf_token_env, hf_token_secret
-from components.jobs.pod_security import FUSE_OWNER_OPTIONS, container_security, pod_security, snake
+from components.jobs.pod_parts import DATA_MOUNT, accelerator_toleration, data_mount, data_volume, trainer_pod
+from components.jobs.pod_security import container_security, snake
 from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
 from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
 from components.kube.workload_target import WorkloadTarget
 
 RDZV_PORT = 29400
-DATA_MOUNT = "/data"
 CACHE_MOUNT = "/cache"  # an emptyDir on the node's local SSDs: the model download (~140 GB for 70B) and caches
-GCS_FUSE_MOUNT_OPTIONS = (
-    f"implicit-dirs,{FUSE_OWNER_OPTIONS},"
-    "file-cache:enable-parallel-downloads:true,file-cache:parallel-downloads-per-file:100,"
-    "file-cache:max-parallel-downloads:-1,file-cache:download-chunk-size-mb:10,file-cache:max-size-mb:-1"
-)
 
 
 def nccl_env(tuner_config: str) -> dict[str, str]:
@@ -134,14 +129,18 @@ def topology(pool: GpuPoolConfig) -> dict[str, str]:
     return {PREFERRED_TOPOLOGY_ANNOTATION: TOPOLOGY_BLOCK_LABEL} if pool.places_by_topology else {}
 
 
-def gcs_fuse_volume(bucket: str, mount_options: str) -> k8s.core.v1.VolumeArgs:
-    return k8s.core.v1.VolumeArgs(
-        name="gcs-fuse-csi-ephemeral",
-        csi=k8s.core.v1.CSIVolumeSourceArgs(
-            driver="gcsfuse.csi.storage.gke.io",
-            volume_attributes={"bucketName": bucket, "mountOptions": mount_options},
-        ),
-    )
+def _pod_identity(service_account: str) -> dict:
+    """pod_parts.trainer_pod as PodSpecArgs keywords."""
+    identity = snake(trainer_pod(service_account))
+    identity["security_context"] = k8s.core.v1.PodSecurityContextArgs(**identity["security_context"])
+    return identity
+
+
+def _volume(volume: dict) -> k8s.core.v1.VolumeArgs:
+    """A pod_parts volume (GCS FUSE's CSI volume) as VolumeArgs; its attributes are a plain map, kept as written."""
+    csi = volume["csi"]
+    source = k8s.core.v1.CSIVolumeSourceArgs(driver=csi["driver"], volume_attributes=csi["volumeAttributes"])
+    return k8s.core.v1.VolumeArgs(name=volume["name"], csi=source)
 
 
 def host_library_volumes(shm_size: str) -> list[k8s.core.v1.VolumeArgs]:
@@ -224,7 +223,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[
                 *host_library_mounts(),
-                k8s.core.v1.VolumeMountArgs(name="gcs-fuse-csi-ephemeral", mount_path=DATA_MOUNT),
+                k8s.core.v1.VolumeMountArgs(**snake(data_mount())),
                 k8s.core.v1.VolumeMountArgs(name="cache", mount_path=CACHE_MOUNT),
                 k8s.core.v1.VolumeMountArgs(**snake(self._code.mount())),
             ],
@@ -239,14 +238,12 @@ class TorchWorkloads(pulumi.ComponentResource):
                 subdomain=job.name,
                 restart_policy="Never",  # what a podFailurePolicy needs; a restart is a new pod that resumes
                 termination_grace_period_seconds=job.grace_seconds,
-                service_account_name=self._args.service_account,
-                automount_service_account_token=False,
-                security_context=k8s.core.v1.PodSecurityContextArgs(**snake(pod_security())),
+                **_pod_identity(self._args.service_account),
                 node_selector=pool.node_selector,
-                tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
+                tolerations=[k8s.core.v1.TolerationArgs(**accelerator_toleration(GPU_RESOURCE))],
                 volumes=[
                     *host_library_volumes(job.shm_size),
-                    gcs_fuse_volume(self._args.bucket_name, GCS_FUSE_MOUNT_OPTIONS),
+                    _volume(data_volume(self._args.bucket_name, "torch")),
                     k8s.core.v1.VolumeArgs(
                         name="cache", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=job.cache_size)
                     ),

@@ -8,10 +8,21 @@ entrypoint and its GCS FUSE volume); an FSDP revision writes to a folder of its 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from preflight.report import maxtext_entrypoint_args
+from preflight.report import MAXTEXT_TRAINER
+from workloads.maxtext.cli import split_maxtext_args
+
+
+def maxtext_entrypoint_args(entrypoint: str) -> tuple[list[str], list[str]] | None:
+    """(trainyard's flags, MaxText's key=value settings) of a RayJob entrypoint that runs the MaxText trainer: a
+    revision's lineage is read from the objects it applied, whatever config made them."""
+    words = shlex.split(entrypoint)
+    if MAXTEXT_TRAINER not in words:
+        return None
+    return split_maxtext_args(words[words.index(MAXTEXT_TRAINER) + 1 :])
 
 
 def _maxtext_settings(inputs: Mapping[str, Any]) -> dict[str, str]:

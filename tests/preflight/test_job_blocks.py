@@ -8,15 +8,18 @@ import sys
 
 import pytest
 
+from components.config.load import load_stack_config
 from preflight.checks.admission import AdmissionProblem
 from preflight.cli_plan import check
-from preflight.report import forecast_summary, render_jobs
+from preflight.report import forecast_summary, job_inputs, render_jobs
 from tests.helpers.plans import PROJECT_DIR
 
 
 def blocks(plan) -> list[str]:
     verdict = check(plan, {})
-    return render_jobs(plan.manifests, verdict.admitted, verdict.admission, [f.to_json() for f in verdict.forecast])
+    forecasts = [f.to_json() for f in verdict.forecast]
+    inputs = job_inputs(load_stack_config(plan.config, plan.stack))
+    return render_jobs(plan.manifests, verdict.admitted, verdict.admission, forecasts, inputs)
 
 
 def block_of(lines: list[str], job: str) -> list[str]:
