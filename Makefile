@@ -13,8 +13,10 @@ TEST_TARGETS :=
 .PHONY: preflight plan diff forecast catalog stack-schema test test-infra lint schemas train-local docs
 
 TRAINYARD := $(VENV)/bin/trainyard
-# pip's own progress (each package, download bars) on a terminal; one line per step in logs and CI.
-PIP_PROGRESS = $$(test -t 1 || echo --quiet)
+# pip's own progress (each package, download bars) on a terminal; one line per step in logs and CI. The terminal is
+# tested by the recipe's own shell: inside $$(...) standard output is the substitution's pipe, never a terminal.
+# Use: $(PIP_PROGRESS) pip install $$progress ...
+PIP_PROGRESS = if [ -t 1 ]; then progress=; else progress=--quiet; fi;
 # A long command's output under a spinner with the time each step has taken (preflight/cli_run.py; a terminal only).
 WITH_SPINNER = $(VENV)/bin/python -m preflight.cli_run
 
@@ -25,7 +27,7 @@ $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/require
 	@echo "make: [2/3] upgrading pip in $(VENV)"
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	@echo "make: [3/3] installing requirements-preflight.txt (Pulumi, providers, checks: 1-2 min the first time)"
-	$(VENV)/bin/pip install $(PIP_PROGRESS) -r requirements-preflight.txt
+	$(PIP_PROGRESS) $(VENV)/bin/pip install $$progress -r requirements-preflight.txt
 	touch $@
 
 # The `trainyard` command (pyproject.toml: [project.scripts]), an editable install that copies nothing: it runs

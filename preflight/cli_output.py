@@ -45,3 +45,8 @@ def progress(doing: str, console: Console | None = None) -> Iterator[None]:
     with spinner(console) as bar:
         bar.add_task(f"preflight: {doing}", total=None)
         yield
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 problem`, `2 problems`, `0 problems`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

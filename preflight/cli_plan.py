@@ -25,11 +25,11 @@ from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
 from preflight.checks.placement import PlacementProblem, check_placement
 from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
-from preflight.cli_output import progress, say, say_each
+from preflight.cli_output import counted, progress, say, say_each
 from preflight.engine.plan import Plan, accepted_resources, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
 from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
-from preflight.report import render_jobs, render_plan
+from preflight.report import job_inputs, render_jobs, render_plan
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
 
@@ -113,21 +113,20 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
 def print_report(plan: Plan, verdict: Verdict) -> None:
     say(render_plan(plan.project, plan.stack, plan.resources))
     schemas = verdict.schemas
-    say(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {len(schemas.problems)} problems")
+    say(f"\nSchema check: {len(plan.manifests)} Kubernetes objects, {counted(len(schemas.problems), 'problem')}")
     say_each(schemas.problems)
     if schemas.unchecked:
         outcome = "an error (--strict-schemas)" if verdict.strict_schemas else "not an error"
         say(f"Not schema-checked ({len(schemas.unchecked)} custom resources; metadata checked; {outcome}):")
         say_each([*schemas.unchecked, f"To check them: {HOW_TO_GET_SCHEMAS}."])
     checked = sum(1 for resource in plan.resources if provider_inputs.is_checked(resource.type, resource.custom))
-    say(f"\nProvider inputs: {checked} GCP and image resources, {len(verdict.provider_inputs)} problems")
+    say(f"\nProvider inputs: {checked} GCP and image resources, {counted(len(verdict.provider_inputs), 'problem')}")
     say_each(verdict.provider_inputs)
     say(f"\nPlacement check: {verdict.pod_templates} pod templates, {len(verdict.placement)} that fit no node")
     say_each(verdict.placement)
     queued = len(verdict.admitted) + len({p.workload for p in verdict.admission})
-    say(
-        f"\nKueue admission (v0.19.2, as its code admits): {queued} queued workloads, {len(verdict.admission)} problems"
-    )
+    problems = counted(len(verdict.admission), "problem")
+    say(f"\nKueue admission (v0.19.2, as its code admits): {counted(queued, 'queued workload')}, {problems}")
     say_each([*(f"{a.workload}: admitted on {a.flavor_list}" for a in verdict.admitted), *verdict.admission])
     if verdict.gpu_software:
         say("\nGPU software (components/facts/gpu_software.py; docs/cloud-facts.md: the A4 GPU software stack):")
@@ -139,7 +138,9 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     if verdict.forecast:
         say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
         say_each(line for result in verdict.forecast for line in result.lines())
-    jobs = render_jobs(plan.manifests, verdict.admitted, verdict.admission, [r.to_json() for r in verdict.forecast])
+    forecasts = [r.to_json() for r in verdict.forecast]
+    inputs = job_inputs(load_stack_config(plan.config, plan.stack))
+    jobs = render_jobs(plan.manifests, verdict.admitted, verdict.admission, forecasts, inputs)
     if jobs:
         say("\nJobs (what each enabled job became; `--json FILE` has every field):")
         say_each(jobs)
@@ -158,7 +159,8 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
     total = sum(counts.values())
     where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
     cost_range = verdict.cost.range_text
-    summary = f"{resources} resources, {len(plan.manifests)} objects, {total} problems{f' ({where})' if where else ''}"
+    problems = counted(total, "problem")
+    summary = f"{resources} resources, {len(plan.manifests)} objects, {problems}{f' ({where})' if where else ''}"
     return f"preflight: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
 
 
@@ -194,8 +196,6 @@ def run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(plan_json, indent=2) + "\n")
         say(f"\nPlan written to {args.json}")
-    if verdict.failed:
-        say(f"\n{verdict_line(plan, verdict)}", file=sys.stderr)
-        return EXIT_CHECK_FAILED
+    # The verdict, OK or FAILED, on the report's stream, as its last line (the exit code says which).
     say(f"\n{verdict_line(plan, verdict)}")
-    return EXIT_OK
+    return EXIT_CHECK_FAILED if verdict.failed else EXIT_OK

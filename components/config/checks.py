@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import typing
 from collections.abc import Iterator
@@ -74,15 +75,16 @@ def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:
         return ConfigProblem(path, UNSET, "is required but not set")
     if kind == "extra_forbidden":
         model = _model_at(root, loc)
-        allowed = ", ".join(_allowed_keys(model)) if model else "see docs/configuration.md"
-        return ConfigProblem(path, UNSET, f"is not a known key (allowed: {allowed})")
+        keys = _allowed_keys(model) if model else []
+        allowed = ", ".join(keys) or "see docs/configuration.md"
+        return ConfigProblem(path, UNSET, f"is not a known key ({did_you_mean(str(loc[-1]), keys)}allowed: {allowed})")
     if kind == "literal_error":
-        allowed = ", ".join(re.findall(r"'([^']*)'", error["ctx"]["expected"]))
+        choices = re.findall(r"'([^']*)'", error["ctx"]["expected"])
         hint = next(
             (text for (key, bad, where), text in HINTS.items() if loc[-1] == key and value == bad and where in path),
             None,
         )
-        message = f"is not allowed (allowed: {allowed})"
+        message = f"is not allowed ({did_you_mean(str(value), choices)}allowed: {', '.join(choices)})"
         return ConfigProblem(path, value, f"{message}: {hint}" if hint else message)
     if kind == "string_pattern_mismatch":
         pattern = error["ctx"]["pattern"]
@@ -90,7 +92,15 @@ def _problem_from(error: Any, root: type[BaseModel]) -> ConfigProblem:
     if kind in ("less_than_equal", "greater_than_equal"):
         return ConfigProblem(path, value, f"is out of range (allowed: {_bounds(root, loc)})")
     reason = error["msg"].removeprefix("Value error, ")
+    reason = reason.replace("valid tuple", "list").replace("valid dictionary", "mapping")  # the YAML words
     return ConfigProblem(path, value, f"is not allowed ({reason[:1].lower() + reason[1:]})")
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """`did you mean X? ` for the closest choice (the same word in another case first), or nothing."""
+    same = [choice for choice in choices if choice.lower() == word.lower()]
+    close = same or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? " if close else ""
 
 
 def _bounds(root: type[BaseModel], loc: tuple[int | str, ...]) -> str:

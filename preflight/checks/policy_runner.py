@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from components.config.checks import did_you_mean
 from policies import rules
 from preflight.engine.sdk import PolicyAnalyzerServicer, properties_converted_once, proto
 
@@ -114,7 +115,8 @@ def reconcile_config(info: Any, pack_config: Mapping[str, Any]) -> proto.Configu
     known = {policy.name: policy for policy in info.policies}
     unknown = sorted(set(pack_config) - set(known) - {"all"})
     if unknown:
-        raise PackConfigError(f"pack config names unknown policies {unknown} (policies: {', '.join(known)})")
+        hint = did_you_mean(unknown[0], list(known))
+        raise PackConfigError(f"pack config names unknown policies {unknown} ({hint}policies: {', '.join(known)})")
     all_level, _ = _split("all", pack_config["all"]) if "all" in pack_config else (None, {})
     request = proto.ConfigureAnalyzerRequest()
     for name, policy in known.items():
@@ -124,12 +126,23 @@ def reconcile_config(info: Any, pack_config: Mapping[str, Any]) -> proto.Configu
         if name in pack_config:
             given_level, given = _split(name, pack_config[name])
             level = given_level or level
+            _refuse_unknown_settings(name, list(schema.get("properties", {})), given)
             properties.update(given)
         _validate(name, schema, properties)
         entry = request.policyConfig[name]
         entry.enforcementLevel = _LEVEL_VALUES[level]
         entry.properties.update(properties)
     return request
+
+
+def _refuse_unknown_settings(name: str, settings: list[str], given: Mapping[str, Any]) -> None:
+    """A misspelt setting (`maxUsdPerHr`) would leave the policy at its default without a word: the CLI's schema
+    check lets unknown keys through, preflight does not."""
+    for key in given:
+        if key not in settings:
+            allowed = ", ".join(["enforcementLevel", *settings])
+            hint = did_you_mean(key, settings)
+            raise PackConfigError(f"pack config {name}.{key}: is not a setting of {name} ({hint}allowed: {allowed})")
 
 
 def _validate(name: str, schema: Mapping[str, Any], properties: Mapping[str, Any]) -> None:

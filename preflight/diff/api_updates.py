@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.facts import gke
+from preflight.doc_blocks import DOCS, with_block
 
 TABLE = Path(__file__).with_name("api_updates.json")
 REFUSED = "refused"
@@ -118,8 +119,8 @@ def verdicts_for(
 
 # ---- docs/operations.md's table, written from the rules ----------------------------------------------------
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
-START, END = "<!-- api-updates:start -->", "<!-- api-updates:end -->"
+DOC = DOCS / "operations.md"
+BLOCK = "api-updates"
 SHOWN = {
     "refused": "refused: `pulumi up` fails; `trainyard diff` exits 1",
     "ignored": "nothing happens",
@@ -138,9 +139,7 @@ def doc_table() -> str:
 
 
 def documented(text: str) -> str:
-    head, _, rest = text.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{doc_table()}\n{END}{tail}"
+    return with_block(text, BLOCK, doc_table())
 
 
 if __name__ == "__main__":  # python -m preflight.diff.api_updates: rewrite the table in docs/operations.md

@@ -96,6 +96,11 @@ def _loader() -> YAML:
     return yaml
 
 
+def stack_names(project_dir: Path) -> list[str]:
+    """The stacks a project folder has a file for: Pulumi.<stack>.yaml."""
+    return sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in project_dir.glob("Pulumi.?*.yaml"))
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
@@ -174,7 +179,11 @@ def _refuse_config_outside_config(stack: str, stack_file: dict) -> None:
 
 def read_stack_files(project_dir: Path, stack: str) -> StackFiles:
     project = _read_yaml(project_dir / "Pulumi.yaml")
-    stack_file = _read_yaml(project_dir / f"Pulumi.{stack}.yaml")
+    stack_path = project_dir / f"Pulumi.{stack}.yaml"
+    if not stack_path.is_file():
+        stacks = ", ".join(stack_names(project_dir)) or "none: copy Pulumi.dev.yaml to start one"
+        raise StackFileError(f"{stack_path} does not exist (stacks here: {stacks})")
+    stack_file = _read_yaml(stack_path)
     name = project.get("name")
     config: dict[str, str] = {}
     secret_keys: list[str] = []

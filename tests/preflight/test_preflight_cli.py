@@ -175,7 +175,7 @@ def test_strict_schemas_turns_unchecked_custom_resources_into_exit_1(project_cop
     write_stack(project_copy, "dev", dev_config_values())
     result = run_preflight("--stack", "dev", "--strict-schemas", cwd=project_copy, crd_dir=tmp_path / "empty")
     assert result.returncode == 1
-    assert "an error (--strict-schemas)" in result.stdout and "preflight: FAILED" in result.stderr
+    assert "an error (--strict-schemas)" in result.stdout and "preflight: FAILED" in result.stdout
 
 
 def test_dev_plan_passes_every_check(dev_run):
@@ -224,13 +224,13 @@ def test_the_report_fits_100_columns_and_ends_with_one_verdict_line(dev_run):
     assert replicas == 2 and isinstance(replicas, int)  # integral numbers as the provider writes them
 
 
-def test_a_failure_ends_with_the_failure_verdict_on_stderr(project_copy):
+def test_a_failure_ends_with_the_failure_verdict_on_the_reports_stream(project_copy):
     values = dev_config_values()
     values["trainyard:jobs"]["ray"]["headCpu"] = "8"
     write_stack(project_copy, "fat-head", values)
     result = run_preflight("--stack", "fat-head", cwd=project_copy)
     assert result.returncode == 1
-    assert re.search(r"preflight: FAILED — \d+ resources, \d+ objects, 1 problems \(1 placement\), \$", result.stderr)
+    assert re.search(r"preflight: FAILED — \d+ resources, \d+ objects, 1 problem \(1 placement\), \$", result.stdout)
 
 
 def test_a_key_given_twice_exits_2_in_one_line_as_the_cli_would_refuse_it(project_copy):

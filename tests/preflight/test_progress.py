@@ -52,3 +52,40 @@ def test_off_a_terminal_the_command_runs_as_it_is(capfd):
     status = cli_run.main(["--step", "x", "--", sys.executable, "-c", "print('plain'); raise SystemExit(4)"])
     assert status == 4
     assert capfd.readouterr().out == "plain\n"
+
+
+def _pip_line_as_echo() -> str:
+    """`make preflight`'s pip install line as make runs it, with pip replaced by echo."""
+    import subprocess
+
+    from tests.helpers.plans import PROJECT_DIR
+
+    shown = subprocess.run(
+        ["make", "-n", "-B", ".venv/.preflight"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    (line,) = [line for line in shown.splitlines() if "pip install" in line and "requirements-preflight" in line]
+    return line.replace(".venv/bin/pip install", "echo pip-args:")
+
+
+def test_pip_shows_its_own_progress_on_a_terminal_and_one_line_in_a_log():
+    """The Makefile once asked `test -t 1` inside $(...), where standard output is always a pipe: pip was quiet
+    even on a terminal, ~100 s of silence on the first `make preflight`."""
+    import os
+    import subprocess
+
+    line = _pip_line_as_echo()
+    piped = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert piped.strip() == "pip-args: --quiet -r requirements-preflight.txt"
+    leader, follower = os.openpty()
+    try:
+        subprocess.run(["sh", "-c", line], stdout=follower, timeout=30, check=True)
+        on_terminal = os.read(leader, 4096).decode()
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert on_terminal.strip() == "pip-args: -r requirements-preflight.txt"

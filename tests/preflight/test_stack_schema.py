@@ -31,6 +31,12 @@ def test_the_committed_schema_is_the_models_schema():
 
 
 @pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda path: path.name)
+def test_every_stack_file_names_the_schema_in_its_first_line(stack_file):
+    """As docs/editor.md says every example does, so an editor checks it as it is typed."""
+    assert stack_file.read_text().splitlines()[0] == "# yaml-language-server: $schema=./docs/stack-schema.json"
+
+
+@pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda path: path.name)
 def test_every_stack_file_of_the_repository_passes(validator, stack_file):
     errors = [
         f"{list(error.absolute_path)}: {error.message}"

@@ -18,7 +18,7 @@ $(MAXTEXT_VENV)/.installed: $(MAXTEXT_REQUIREMENTS)
 	$(PYTHON) -m venv $(MAXTEXT_VENV)
 	$(MAXTEXT_VENV)/bin/pip install --quiet --upgrade pip
 	@echo "make: installing MaxText, JAX and Ray into $(MAXTEXT_VENV) (minutes the first time)"
-	$(MAXTEXT_VENV)/bin/pip install $(PIP_PROGRESS) -r workloads/maxtext/requirements.txt \
+	$(PIP_PROGRESS) $(MAXTEXT_VENV)/bin/pip install $$progress -r workloads/maxtext/requirements.txt \
 		-c workloads/maxtext/constraints.txt pytest==9.2.0
 	touch $@
 

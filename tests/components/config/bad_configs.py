@@ -127,7 +127,7 @@ BAD_CONFIGS = [
         _set("trainyard:tpuSlices", 0, "topolgy", "4x4"),
         "trainyard:tpuSlices[0].topolgy",
         "",
-        "not a known key (allowed: name, generation, topology",
+        "not a known key (did you mean topology? allowed: name, generation, topology",
     ),
     (_set("trainyard:network", "mtu", 9000), "trainyard:network.mtu", "9000", "out of range (allowed: 1300 to 8896)"),
     (_set("trainyard:network", "mtu", "big"), "trainyard:network.mtu", '"big"', "is not allowed"),
@@ -387,7 +387,7 @@ BAD_CONFIGS = [
         _set("trainyard:tpuslices", []),
         "trainyard:tpuslices",
         "",
-        "not a known key (allowed: gcp:project, gcp:region, trainyard:zone",
+        "not a known key (did you mean trainyard:tpuSlices? allowed: gcp:project, gcp:region, trainyard:zone",
     ),
     (
         _set("trainyard:jobs", "fsdp", 0, "args", "max-seq-length", "abc"),

@@ -178,7 +178,7 @@ def maxtext(values, index=0):
             lambda v: maxtext(v).update(stepz=5),
             (
                 "trainyard:jobs.maxtext[0].stepz: is not a known key "
-                "(allowed: name, enabled, updatePolicy, slices, modelName, steps"
+                "(did you mean steps? allowed: name, enabled, updatePolicy, slices, modelName, steps"
             ),
         ),
         (
