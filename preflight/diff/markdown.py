@@ -102,7 +102,7 @@ def _cost_section(diff: PlanDiff) -> list[str]:
     return lines
 
 
-def _forecast_cell(forecast: dict[str, Any] | None) -> str:
+def forecast_cell(forecast: dict[str, Any] | None) -> str:
     if forecast is None:
         return "—"
     if "none" in forecast:
@@ -119,14 +119,19 @@ def _forecast_cell(forecast: dict[str, Any] | None) -> str:
     return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}{calibrated}"
 
 
-def _forecast_section(diff: PlanDiff) -> list[str]:
-    """The jobs whose forecast the change moves (python -m preflight forecast)."""
+def forecast_changes(diff: PlanDiff) -> list[tuple[str, str, str]]:
+    """(job, base, head) for each job whose forecast the change moves (python -m preflight forecast)."""
     base = {forecast["job"]: forecast for forecast in diff.base_forecast}
     head = {forecast["job"]: forecast for forecast in diff.head_forecast}
     jobs = [job for job in {**base, **head} if base.get(job) != head.get(job)]
-    if not jobs:
+    return [(job, forecast_cell(base.get(job)), forecast_cell(head.get(job))) for job in jobs]
+
+
+def _forecast_section(diff: PlanDiff) -> list[str]:
+    changes = forecast_changes(diff)
+    if not changes:
         return []
-    rows = [f"| `{job}` | {_forecast_cell(base.get(job))} | {_forecast_cell(head.get(job))} |" for job in jobs]
+    rows = [f"| `{job}` | {base} | {head} |" for job, base, head in changes]
     return ["### Forecast", "", "| job | base | head |", "| --- | --- | --- |", *rows, ""]
 
 

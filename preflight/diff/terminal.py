@@ -3,6 +3,7 @@ work; every changed property whole (long values as a line diff); colour only on 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -10,11 +11,12 @@ from rich.console import Console
 from rich.text import Text
 
 from preflight.diff.compare import PlanDiff
-from preflight.diff.markdown import summary
+from preflight.diff.markdown import forecast_changes, summary
 from preflight.diff.running_work import warnings
 from preflight.diff.values import is_long, line_diff, shown
 
 STYLES = {"+": "green", "-": "red", "~": "yellow", "-/+": "bold red", "!": "bold red", "": ""}
+WIDTH = 100  # every line, a longer one wrapped under its own indent
 
 
 def _kind(type_: str) -> str:
@@ -56,10 +58,30 @@ def terminal_lines(diff: PlanDiff, base_label: str, head_label: str = "working t
     if verdicts:
         lines += [("", ""), ("", "policy verdicts:"), *verdicts]
     if diff.head_cost is not None:
-        base = diff.base_cost.max_usd_per_hour if diff.base_cost else 0.0
-        head = diff.head_cost.max_usd_per_hour
-        lines += [("", ""), ("", f"cost at maximum scale: ${base:,.2f}/h → ${head:,.2f}/h ({head - base:+,.2f})")]
-    return lines
+        lines += [("", ""), *(("", line) for line in _cost_lines(diff))]
+    changes = forecast_changes(diff)
+    if changes:
+        lines += [("", ""), ("", "forecast:")] + [("~", f"~ {job}: {base} → {head}") for job, base, head in changes]
+    return [part for sign, text in lines for part in _wrapped(sign, text)]
+
+
+def _cost_lines(diff: PlanDiff) -> list[str]:
+    """The Markdown's cost section as lines: both scales, and what is left out of the totals."""
+    head = diff.head_cost
+    lines = []
+    for scale, of in (("minimum", lambda cost: cost.min_usd_per_hour), ("maximum", lambda cost: cost.max_usd_per_hour)):
+        before, after = (of(diff.base_cost) if diff.base_cost else 0.0), of(head)
+        lines.append(f"cost at {scale} scale: ${before:,.2f}/h → ${after:,.2f}/h ({after - before:+,.2f})")
+    unpriced = [f"{item.name} ({item.reason})" for item in head.unpriced]
+    return [*lines, *([f"unpriced (left out of the totals): {', '.join(unpriced)}"] if unpriced else [])]
+
+
+def _wrapped(sign: str, text: str) -> list[tuple[str, str]]:
+    if len(text) <= WIDTH:
+        return [(sign, text)]
+    indent = " " * (len(text) - len(text.lstrip()) + 4)
+    parts = textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, drop_whitespace=False)
+    return [(sign, part.rstrip()) for part in parts]
 
 
 def print_terminal(lines: list[tuple[str, str]], console: Console | None = None) -> None:

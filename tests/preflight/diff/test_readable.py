@@ -70,7 +70,7 @@ def test_terminal_mode_marks_each_change_and_has_no_diagram(diff_of):
     assert "-/+ NodePool gpu-nodepool-dws (replaced)" in text
     assert re.search(
         r"^    nodeConfig\.guestAccelerators\[0\]\.gpuDriverInstallationConfig\.gpuDriverVersion: "
-        r'"\w+" → "LATEST"  \(forces replacement\)$',
+        r'"\w+" →\n {8}"LATEST"  \(forces replacement\)$',  # wrapped at 100 columns, under its own indent
         text,
         re.MULTILINE,
     )
@@ -92,3 +92,14 @@ def test_colour_only_on_a_terminal(diff_of):
         print_terminal(lines, console)  # a StringIO is no terminal: rich's own detection, as for a pipe
         assert ("\x1b[" in out.getvalue()) is coloured
         assert "-/+ NodePool gpu-nodepool-dws" in out.getvalue()
+
+
+def test_terminal_mode_has_every_section_the_markdown_has_within_100_columns(diff_of):
+    """nodes 2 -> 4: the forecast moves ($211 -> $422 a window) and the Markdown shows it; so does the terminal,
+    with both cost scales, and no line is wider than 100 columns (a warning once ran to 356)."""
+    lines = [line for _, line in terminal_lines(diff_of(_four_nodes), "main")]
+    assert max(len(line) for line in lines) <= 100
+    text = "\n".join(lines)
+    assert "cost at minimum scale: $" in text and "cost at maximum scale: $" in text
+    forecast = text.partition("\nforecast:\n")[2]
+    assert forecast.startswith("~ llama31-70b-fsdp: ") and " → " in " ".join(forecast.split())

@@ -9,7 +9,7 @@ import pytest
 from components.config.load import load_stack_config
 from components.facts import cost
 from components.facts.topology import TPU_GENERATIONS
-from preflight.diff.markdown import _forecast_cell
+from preflight.diff.markdown import forecast_cell
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.calibration import tpu_calibration
 from preflight.forecast.maxtext import forecast as forecast_at
@@ -130,6 +130,6 @@ def test_any_change_to_what_is_compiled_leaves_the_job_without_a_forecast(fit_ch
 def test_the_pr_diff_shows_a_maxtext_forecast_in_tokens_per_chip_and_dollars_per_run(fit_check_root):
     cache_dev_verdict(fit_check_root, WORK)
     (result,) = maxtext_results(dev_config(), fit_check_root)
-    cell = _forecast_cell(result.to_json())
+    cell = forecast_cell(result.to_json())
     assert "tokens/s/chip" in cell and f"{result.forecast.estimate_s:.1f} s/step" in cell
     assert cell.endswith(f"per run ({result.to_json()['calibration']})")
