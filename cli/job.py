@@ -178,7 +178,7 @@ def run_status(args: argparse.Namespace) -> int:
         names = ", ".join(sorted({j.workload_label for j in jobs})) or "none"
         print(f"trainyard job: no job {args.name!r} in namespace {args.namespace} (jobs: {names})", file=sys.stderr)
         return EXIT_USAGE
-    print("\n".join(why.explain(job, _now(), positions, holders_of(job, jobs))))
+    print("\n".join(why.explain(job, _now(), positions, holders_of(job, jobs), jobs)))
     return EXIT_OK
 
 

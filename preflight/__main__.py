@@ -23,10 +23,10 @@ def environment_problem():
     """Why this interpreter cannot run preflight, or None."""
     if sys.version_info < (3, 12):  # noqa: UP036 (this check is for the Pythons the project does not support)
         version = ".".join(str(part) for part in sys.version_info[:2])
-        return f"preflight: needs Python 3.12 or newer, this is {version}: {HOW}"
+        return f"trainyard: needs Python 3.12 or newer, this is {version}: {HOW}"
     missing = [name for name in NEEDED if _missing(name)]
     if missing:
-        return f"preflight: this Python has no {missing[0]}: {HOW}"
+        return f"trainyard: this Python has no {missing[0]}: {HOW}"
     return None
 
 

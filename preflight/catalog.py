@@ -245,7 +245,7 @@ def priced_regions() -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.region is not None and args.region not in priced_regions():
         print(
-            f"preflight catalog: --region {args.region}: no prices (priced: {', '.join(priced_regions())})",
+            f"trainyard catalog: --region {args.region}: no prices (priced: {', '.join(priced_regions())})",
             file=sys.stderr,
         )
         return 2

@@ -14,6 +14,7 @@ from pathlib import Path
 from components.config.load import ConfigError, load_stack_config
 from components.config.tokens import TokenError
 from preflight.cli_output import progress, say
+from preflight.engine.config_lines import located
 from preflight.engine.stack_files import StackFileError, find_project_dir, read_stack_files
 from preflight.forecast.report import pack_config_with_forecast, stack_forecasts
 
@@ -26,7 +27,12 @@ def run(args: argparse.Namespace) -> int:
         files = read_stack_files(project_dir, args.stack)
         config = load_stack_config(files.config, args.stack)
     except (ConfigError, StackFileError, TokenError) as error:
-        print(f"preflight forecast: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
+        where = (
+            located(error.problems, project_dir / f"Pulumi.{args.stack}.yaml")
+            if isinstance(error, ConfigError)
+            else error
+        )
+        print(f"trainyard forecast: invalid stack config for {args.stack!r}:\n{where}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
     with progress(f"forecasting the jobs of stack {args.stack}"):
         forecasts = stack_forecasts(config)

@@ -43,7 +43,7 @@ def progress(doing: str, console: Console | None = None) -> Iterator[None]:
         yield
         return
     with spinner(console) as bar:
-        bar.add_task(f"preflight: {doing}", total=None)
+        bar.add_task(f"trainyard: {doing}", total=None)
         yield
 
 

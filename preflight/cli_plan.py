@@ -23,9 +23,10 @@ from preflight.checks.admission import Admission, AdmissionProblem, check_admiss
 from preflight.checks.api_limits import limit_problems
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
-from preflight.checks.placement import PlacementProblem, check_placement
+from preflight.checks.placement import PlacementProblem, check_placement, with_config_key
 from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
 from preflight.cli_output import counted, progress, say, say_each
+from preflight.engine.config_lines import located
 from preflight.engine.plan import Plan, accepted_resources, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
 from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
@@ -92,8 +93,10 @@ def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False)
     config = load_stack_config(plan.config, plan.stack)
     schemas = check_manifests(plan.manifests, config.cluster.version)
     accepted = accepted_resources(plan_json["resources"], schemas.refused)
+    job_keys = workload_config_keys(config)
     pod_templates, placement = check_placement(accepted)
-    admitted, admission = check_admission(accepted, workload_config_keys(config))
+    placement = [with_config_key(problem, job_keys) for problem in placement]
+    admitted, admission = check_admission(accepted, job_keys)
     forecasts = stack_forecasts(config)
     return Verdict(
         schemas=schemas.adding(limit_problems(plan.manifests, config.network.service_range)),
@@ -161,7 +164,7 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
     cost_range = verdict.cost.range_text
     problems = counted(total, "problem")
     summary = f"{resources} resources, {len(plan.manifests)} objects, {problems}{f' ({where})' if where else ''}"
-    return f"preflight: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
+    return f"trainyard: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,13 +180,17 @@ def run(args: argparse.Namespace) -> int:
         )
         with progress("checking schemas, provider inputs, placement, policies and cost"):
             verdict = check(plan, pack_config, args.strict_schemas)
-    except (ConfigError, StackFileError, TokenError, policy_runner.PackConfigError) as error:
-        print(f"preflight: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
+    except ConfigError as error:
+        where = located(error.problems, project_dir / f"Pulumi.{args.stack}.yaml")
+        print(f"trainyard: invalid stack config for {args.stack!r}:\n{where}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except (StackFileError, TokenError, policy_runner.PackConfigError) as error:
+        print(f"trainyard: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
     except UnsupportedKubernetesVersion as error:
         # The schemas preflight checks objects against bound the versions it can vouch for.
         print(
-            f"preflight: invalid stack config for {args.stack!r}:\ntrainyard:cluster.version: {error}", file=sys.stderr
+            f"trainyard: invalid stack config for {args.stack!r}:\ntrainyard:cluster.version: {error}", file=sys.stderr
         )
         return EXIT_INVALID_CONFIG
     plan_json = {**plan.to_json(), **verdict.to_json()}

@@ -8,6 +8,7 @@ scheduling events, a RayJob's head, and the queue position from Kueue's visibili
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,13 +26,30 @@ _REQUEST_ENDINGS = {
 
 
 def explain(
-    job: TrainingJob, now: datetime, positions: Mapping[str, int] | None = None, holders: Sequence[str] = ()
+    job: TrainingJob,
+    now: datetime,
+    positions: Mapping[str, int] | None = None,
+    holders: Sequence[str] = (),
+    others: Sequence[TrainingJob] = (),
 ) -> list[str]:
     """The lines `status` prints. `positions`: workload name -> position in its ClusterQueue (visibility API);
-    `holders`: admitted workloads of the same ClusterQueue, as `name (chips on flavor)`."""
+    `holders`: admitted workloads of the same ClusterQueue, as `name (chips on flavor)`; `others`: the namespace's
+    jobs, to name a preemptor Kueue gives by its Workload's UID."""
     state = job.state
     lines = _by_state[state](job, now, positions or {}, holders)
+    if state is State.EVICTED and (preemptor := _preemptor(job, others)):
+        lines.insert(1, f"preempted by {preemptor.kind} {preemptor.name}")
     return [f"{job.kind} {job.name}: {lines[0]}", *(f"  {line}" for line in lines[1:])]
+
+
+def _preemptor(job: TrainingJob, others: Sequence[TrainingJob]) -> TrainingJob | None:
+    """Kueue names the workload that preempted this one by UID (pkg/scheduler/preemption/preemption.go)."""
+    preempted = job.conditions.get("Preempted") or job.conditions.get("Evicted")
+    found = re.search(r"\(UID: ([0-9a-f-]+)", preempted.message) if preempted else None
+    if not found:
+        return None
+    uid = found.group(1)
+    return next((other for other in others if other.workload and o.meta(other.workload).get("uid") == uid), None)
 
 
 def _not_queued(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:

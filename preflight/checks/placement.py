@@ -21,6 +21,7 @@ sidecars webhooks inject (GCS FUSE), which take a little more of each node.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -90,9 +91,31 @@ class PlacementProblem:
     workload: str
     where: str
     reason: str
+    key: str = ""  # the stack config key to change, where the config made the workload (with_config_key)
 
     def __str__(self) -> str:
-        return f"{self.workload}{f' ({self.where})' if self.where else ''}: {self.reason}"
+        change = f" (change {self.key})" if self.key else ""
+        return f"{self.workload}{f' ({self.where})' if self.where else ''}: {self.reason}{change}"
+
+
+# A Ray pod's size is the Ray cluster's, not the job's: (pod template, resource) -> key.
+_RAY_SIZE_KEYS = {
+    ("headGroupSpec", "cpu"): "trainyard:jobs.ray.headCpu",
+    ("headGroupSpec", "memory"): "trainyard:jobs.ray.headMemory",
+    ("workerGroupSpecs", "cpu"): "trainyard:jobs.ray.workerCpu",
+    ("workerGroupSpecs", "memory"): "trainyard:jobs.ray.workerMemory",
+}
+
+
+def with_config_key(problem: PlacementProblem, job_keys: Mapping[str, str]) -> PlacementProblem:
+    """The problem with the key to change: a Ray pod's cpu or memory, else the job's own entry (job_keys: the
+    stack's jobs by name, admission.workload_config_keys)."""
+    name = problem.workload.rpartition("/")[2]
+    job = next((key for job, key in job_keys.items() if name == job or name.startswith(f"{job}-")), "")
+    resource = next((r for r in ("memory", "cpu") if f"requests {r}" in problem.reason), "")
+    group = problem.where.partition("[")[0]
+    key = _RAY_SIZE_KEYS.get((group, resource), job)
+    return dataclasses.replace(problem, key=key) if key else problem
 
 
 # ---- reading the plan --------------------------------------------------------------------------------

@@ -256,6 +256,18 @@ def _short(urn: str) -> str:
     return urn.rsplit("::", 1)[-1] if urn else "(stack)"
 
 
+# The stack config key behind a policy whose verdict one key decides, for the report's "change ..." line (the
+# pack runs without the config, under the Pulumi CLI too, so it cannot name it itself).
+POLICY_KEYS = {
+    "accelerator-vpc-mtu": "trainyard:network.mtu",
+    "allowed-regions": "gcp:region",
+    "cluster-deletion-protection-off": "trainyard:cluster.deletionProtection",
+    "public-endpoint-names-its-ranges": "trainyard:cluster.authorizedNetworks",
+    "cost-within-budget": "trainyard:tpuSlices[].count and trainyard:gpuPools[].maxNodes, or the pack's maxUsdPerHour",
+    "runs-within-budget": "the job's steps or maxRunDurationSeconds, or the pack's maxUsdPerRun",
+}
+
+
 def render_table(verdicts: list[Verdict]) -> str:
     """Plain-text verdicts: level, policy and resource on one line, the message indented under it."""
     if not verdicts:
@@ -265,6 +277,8 @@ def render_table(verdicts: list[Verdict]) -> str:
     for verdict in verdicts:
         lines.append(f"{verdict.level:<10} {verdict.policy:<{width_policy}} {_short(verdict.urn)}")
         lines += [f"{'':<11}{line}" for line in verdict.message.splitlines()]
+        if verdict.policy in POLICY_KEYS:
+            lines.append(f"{'':<11}(change {POLICY_KEYS[verdict.policy]})")
     mandatory = sum(v.level == "mandatory" for v in verdicts)
     lines.append(f"{mandatory} mandatory, {len(verdicts) - mandatory} advisory violation(s)")
     return "\n".join(lines)

@@ -44,7 +44,7 @@ def _plan_command(stack: str, out: Path) -> list[str]:
 def _finished(checkout: Path, out: Path, result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
     if not out.exists():
         print(
-            f"preflight diff: {checkout} could not be planned (exit {result.returncode}):\n"
+            f"trainyard diff: {checkout} could not be planned (exit {result.returncode}):\n"
             f"{(result.stderr or '').strip()[-2000:]}",
             file=sys.stderr,
         )
@@ -130,7 +130,7 @@ def plan_here(checkout: Path, stack: str) -> dict[str, Any] | None:
         with _imports_from(checkout):
             return plan_stack(stack, checkout).to_json()
     except (ConfigError, StackFileError, TokenError) as error:  # one line, as `python -m preflight` says it
-        print(f"preflight diff: {checkout} could not be planned: {error}", file=sys.stderr)
+        print(f"trainyard diff: {checkout} could not be planned: {error}", file=sys.stderr)
         return None
     finally:
         logging.disable(previous)
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="trainyard-diff-") as tmp:
             base, head = plan_revisions(root, ref, label, args.stack, Path(tmp))
     except (DiffError, policy_runner.PackConfigError) as error:
-        print(f"preflight diff: {error}", file=sys.stderr)
+        print(f"trainyard diff: {error}", file=sys.stderr)
         return 2
     if head is None:
         return 2

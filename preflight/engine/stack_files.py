@@ -101,6 +101,34 @@ def stack_names(project_dir: Path) -> list[str]:
     return sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in project_dir.glob("Pulumi.?*.yaml"))
 
 
+# The YAML parser's words for the mistakes people make in a stack file, in plain words (the parser's kept after).
+_PLAIN = (
+    (
+        "mapping values are not allowed",
+        "a `key: value` where none can start: indent it under a key, or quote a value that holds ': '",
+    ),
+    (
+        "expected <block end>",
+        (
+            "this line's indentation does not match the lines above it (a key beside a list item, or "
+            "one space too many or too few)"
+        ),
+    ),
+    ("expected ',' or ']'", "a `[` list is never closed with `]`"),
+    ("expected ',' or '}'", "a `{` mapping is never closed with `}`"),
+    ("found character '\\t'", "a tab: YAML indents with spaces only"),
+    ("could not find expected ':'", "a line that is neither `key: value` nor `- item`"),
+    ("found undefined alias", "a `*name` with no `&name` before it"),
+)
+
+
+def plain_words(problem: str) -> str:
+    for start, words in _PLAIN:
+        if problem.startswith(start):
+            return f"{words} (YAML: {problem})"
+    return f"{problem} (not valid YAML)"
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StackFileError(f"{path} does not exist")
@@ -114,7 +142,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
-        raise StackFileError(f"{where}: {error.problem or error.context} (not valid YAML)") from None
+        raise StackFileError(f"{where}: {plain_words(str(error.problem or error.context))}") from None
     except YAMLError as error:
         raise StackFileError(f"{path.name}: {error} (not valid YAML)") from None
     if not isinstance(data, dict):

@@ -51,4 +51,4 @@ def test_a_region_narrows_the_prices_and_an_unpriced_one_is_refused():
     assert {entry["region"] for entry in json.loads(result.stdout)["prices"]} == {"europe-west4"}
     refused = catalog("--region", "mars-1")
     assert refused.returncode == 2 and refused.stdout == ""
-    assert refused.stderr.startswith("preflight catalog: --region mars-1: no prices (priced: europe-west4, ")
+    assert refused.stderr.startswith("trainyard catalog: --region mars-1: no prices (priced: europe-west4, ")

@@ -67,7 +67,7 @@ def test_a_python_without_the_venv_gets_one_line_not_a_traceback():
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip() == (
-        "preflight: this Python has no pulumi: run `make preflight`, then use .venv/bin/trainyard"
+        "trainyard: this Python has no pulumi: run `make preflight`, then use .venv/bin/trainyard"
     )
 
 
@@ -99,4 +99,4 @@ def test_plan_json_on_stdout_is_the_plan_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     assert (plan["project"], plan["stack"]) == ("trainyard", "dev") and "forecast" in plan
-    assert result.stderr.rstrip().splitlines()[-1].startswith("preflight: OK — ")
+    assert result.stderr.rstrip().splitlines()[-1].startswith("trainyard: OK — ")

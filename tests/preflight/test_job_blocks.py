@@ -113,4 +113,4 @@ def test_every_stack_of_the_repository_plans_within_100_columns_ending_with_its_
     assert max(len(line) for line in lines) <= 100
     if "\nJobs (" in result.stdout:
         jobs = result.stdout.split("\nJobs (", 1)[1].splitlines()[1:]
-        assert all(line.startswith(("  ", "preflight: ")) or line == "" for line in jobs)
+        assert all(line.startswith(("  ", "trainyard: ")) or line == "" for line in jobs)

@@ -175,7 +175,7 @@ def test_strict_schemas_turns_unchecked_custom_resources_into_exit_1(project_cop
     write_stack(project_copy, "dev", dev_config_values())
     result = run_preflight("--stack", "dev", "--strict-schemas", cwd=project_copy, crd_dir=tmp_path / "empty")
     assert result.returncode == 1
-    assert "an error (--strict-schemas)" in result.stdout and "preflight: FAILED" in result.stdout
+    assert "an error (--strict-schemas)" in result.stdout and "trainyard: FAILED" in result.stdout
 
 
 def test_dev_plan_passes_every_check(dev_run):
@@ -216,7 +216,7 @@ def test_the_report_fits_100_columns_and_ends_with_one_verdict_line(dev_run):
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100
     assert re.fullmatch(
-        r"preflight: OK — \d+ resources, \d+ objects, 0 problems, \$[\d,]+\.\d\d–\$[\d,]+\.\d\d/h", lines[-1]
+        r"trainyard: OK — \d+ resources, \d+ objects, 0 problems, \$[\d,]+\.\d\d–\$[\d,]+\.\d\d/h", lines[-1]
     )
     replicas = next(m for m in plan["manifests"] if m["kind"] == "RayJob")["spec"]["rayClusterSpec"][
         "workerGroupSpecs"
@@ -230,7 +230,7 @@ def test_a_failure_ends_with_the_failure_verdict_on_the_reports_stream(project_c
     write_stack(project_copy, "fat-head", values)
     result = run_preflight("--stack", "fat-head", cwd=project_copy)
     assert result.returncode == 1
-    assert re.search(r"preflight: FAILED — \d+ resources, \d+ objects, 1 problem \(1 placement\), \$", result.stdout)
+    assert re.search(r"trainyard: FAILED — \d+ resources, \d+ objects, 1 problem \(1 placement\), \$", result.stdout)
 
 
 def test_a_key_given_twice_exits_2_in_one_line_as_the_cli_would_refuse_it(project_copy):

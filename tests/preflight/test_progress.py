@@ -23,7 +23,7 @@ def test_a_slow_step_shows_what_it_does_and_its_elapsed_time_on_a_terminal():
     with progress("planning stack dev", console):
         time.sleep(1.3)
     shown = out.getvalue()
-    assert "preflight: planning stack dev" in shown and "0:00:01" in shown
+    assert "trainyard: planning stack dev" in shown and "0:00:01" in shown
 
 
 def test_nothing_is_shown_when_stderr_is_not_a_terminal():
@@ -89,3 +89,26 @@ def test_pip_shows_its_own_progress_on_a_terminal_and_one_line_in_a_log():
         os.close(leader)
         os.close(follower)
     assert on_terminal.strip() == "pip-args: -r requirements-preflight.txt"
+
+
+NOISY = (
+    "import sys\n"
+    "print('fit-check: compiling llama3-8b ...')\n"
+    "print('E0000 00:00:1764322800.123456   4242 common_lib.cc:612] Could not set metric server port: "
+    "INVALID_ARGUMENT: Unknown parameter', file=sys.stderr)\n"
+    "print('WARNING: All log messages before absl::InitializeLog() is called are written to STDERR')\n"
+    "print('fit-check: llama3-8b fits: 19.9 GiB of 31.2')\n"
+)
+
+
+def test_fit_checks_library_noise_goes_to_the_log_it_names(tmp_path, capfd):
+    """XLA and libtpu log by the dozen on a CPU before a compile's verdict; the verdict stays, the noise is kept."""
+    log = tmp_path / "fit-check.log"
+    assert cli_run.main(["--noise-log", str(log), "--", sys.executable, "-c", NOISY]) == 0
+    shown = capfd.readouterr().out.splitlines()
+    assert shown == [
+        "fit-check: compiling llama3-8b ...",
+        "fit-check: llama3-8b fits: 19.9 GiB of 31.2",
+        f"2 library log lines (absl, XLA) kept in {log}",
+    ]
+    assert "INVALID_ARGUMENT" in log.read_text() and len(log.read_text().splitlines()) == 2

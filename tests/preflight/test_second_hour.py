@@ -10,17 +10,10 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from cli.main import main
-from components.config.load import ConfigError, load_stack_config
+from components.config.load import load_stack_config
 from preflight.cli_output import counted
+from tests.components.config.test_grammars import _refusal as refusal
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
-
-
-def refusal(edit) -> str:
-    values = dev_config_values()
-    edit(values)
-    with pytest.raises(ConfigError) as error:
-        load_stack_config(as_engine_config(values), "dev")
-    return str(error.value)
 
 
 def trainyard(*argv: str) -> tuple[int, str, str]:
@@ -116,3 +109,52 @@ def test_every_policy_that_can_fire_is_in_docs_policies_md():
     page = policy_docs.DOC.read_text()
     assert policy_docs.documented(page) == page, "run `python -m preflight.checks.policy_docs`"
     assert all(f"| `{policy.name}` |" in page for policy in rules.POLICIES)
+
+
+def test_a_config_error_names_the_file_and_line_of_its_key(tmp_path):
+    """The key's own line, or its nearest parent's when the key is missing (a required key left out)."""
+    from components.config.problem import UNSET, ConfigProblem
+    from preflight.engine.config_lines import located
+
+    text = (PROJECT_DIR / "Pulumi.dev.yaml").read_text().replace("      topology: 4x4", "      topolgy: 4x4")
+    stack_file = tmp_path / "Pulumi.mine.yaml"
+    stack_file.write_text(text)
+    lines = text.splitlines()
+    typo = next(n for n, line in enumerate(lines, 1) if "topolgy:" in line)
+    group = next(n for n, line in enumerate(lines, 1) if "- name: v6e-16" in line)
+    problems = [
+        ConfigProblem("trainyard:tpuSlices[0].topolgy", UNSET, "is not a known key"),
+        ConfigProblem("trainyard:tpuSlices[0].topology", UNSET, "is required but not set"),
+    ]
+    assert located(problems, stack_file).splitlines() == [
+        f"Pulumi.mine.yaml:{typo}: trainyard:tpuSlices[0].topolgy: is not a known key",
+        f"Pulumi.mine.yaml:{group}: trainyard:tpuSlices[0].topology: is required but not set",
+    ]
+
+
+def test_a_placement_problem_and_an_mtu_verdict_name_the_key_to_change():
+    """A Ray worker too big for its node was reported by pod template only; an MTU by network name only."""
+    from preflight.checks.placement import PlacementProblem, with_config_key
+    from preflight.checks.policy_runner import Verdict, render_table
+
+    worker = PlacementProblem(
+        "RayJob trainyard/llama3-8b-fb8344",
+        "workerGroupSpecs[0]",
+        "container ray-worker requests memory 838.19 GiB, but the closest pool has 698.74 GiB allocatable",
+    )
+    keys = {"llama3-8b": "trainyard:jobs.maxtext[0]", "llama31-70b-fsdp": "trainyard:jobs.fsdp[0]"}
+    assert str(with_config_key(worker, keys)).endswith("(change trainyard:jobs.ray.workerMemory)")
+    pods = PlacementProblem("Job trainyard/llama31-70b-fsdp-40786c", "", "needs 12 pods in one pool, but ...")
+    assert str(with_config_key(pods, keys)).endswith("(change trainyard:jobs.fsdp[0])")
+    mtu = Verdict("accelerator-vpc-mtu", "mandatory", "urn:x::net", "network 'net': mtu is 1500")
+    assert "(change trainyard:network.mtu)" in render_table([mtu])
+
+
+def test_the_readmes_sample_verdict_is_the_dev_plans(dev_plan):
+    """The README's sample output ends with the dev stack's verdict line: counts and cost as the plan gives them."""
+    from preflight.cli_plan import check, verdict_line
+
+    readme = (PROJECT_DIR / "README.md").read_text()
+    (sample,) = [line for line in readme.splitlines() if line.startswith("trainyard: OK — ")]
+    assert sample == verdict_line(dev_plan, check(dev_plan, {}))
+    assert f"Plan for trainyard/dev: {sample.split(' — ')[1].split(' resources')[0]} resources" in readme

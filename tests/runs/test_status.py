@@ -32,7 +32,7 @@ def status(name: str, job: str) -> list[str]:
     jobs = training_jobs(objects)
     found = find(jobs, job)
     assert found is not None
-    return why.explain(found, now, positions, holders_of(found, jobs))
+    return why.explain(found, now, positions, holders_of(found, jobs), jobs)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def status(name: str, job: str) -> list[str]:
                 "Job llama31-70b-fsdp-390a0d: evicted 29s ago: preempted to make room for another workload; back in "
                 "the queue"
             ),
-            "Kueue: Preempted to accommodate a workload (UID: 433e6069",
+            "preempted by Job llama31-8b-fsdp-7d2e19",
         ),
         (
             "finished-succeeded.yaml",

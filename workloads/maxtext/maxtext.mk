@@ -38,7 +38,7 @@ FIT_PLAN := .cache/plan-$(STACK).json
 fit-check: $(MAXTEXT_VENV)/.installed $(VENV)/.preflight
 	@mkdir -p .cache && rm -f $(FIT_PLAN)
 	$(VENV)/bin/python -m preflight --stack $(STACK) --json $(FIT_PLAN) > /dev/null || test -f $(FIT_PLAN)
-	$(WITH_SPINNER) --step "fit-check: compiling" -- \
+	$(WITH_SPINNER) --step "fit-check: compiling" --noise-log .cache/fit-check.log -- \
 		$(MAXTEXT_PY) -m tools.maxtext_fit.fit_plan $(FIT_PLAN); status=$$?; \
 		$(VENV)/bin/python -m preflight forecast --stack $(STACK); exit $$status
 

@@ -144,7 +144,27 @@ def test_a_stack_file_that_is_not_yaml_names_file_line_and_column(tmp_path):
     (tmp_path / "Pulumi.bad.yaml").write_text("config:\n  gcp:project: x\n  trainyard:zone: [us-east5-b\n")
     with pytest.raises(StackFileError) as caught:
         read_stack_files(tmp_path, "bad")
-    assert re.fullmatch(r"Pulumi\.bad\.yaml:4:1: .+ \(not valid YAML\)", str(caught.value)), str(caught.value)
+    assert str(caught.value) == (
+        "Pulumi.bad.yaml:4:1: a `[` list is never closed with `]` (YAML: expected ',' or ']', but got '<stream end>')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("config:\n  gcp:project: x\n    bad: indent\n", "Pulumi.bad.yaml:3:8: a `key: value` where none can start"),
+        ("config:\n  - a\n  b: c\n", "Pulumi.bad.yaml:3:3: this line's indentation does not match the lines above"),
+        ("config:\n\tgcp:project: x\n", "Pulumi.bad.yaml:2:1: a tab: YAML indents with spaces only"),
+    ],
+)
+def test_the_parsers_words_come_in_plain_words_with_the_parsers_after(tmp_path, text, says):
+    from preflight.engine.stack_files import StackFileError, read_stack_files
+
+    (tmp_path / "Pulumi.yaml").write_text("name: trainyard\nruntime: python\n")
+    (tmp_path / "Pulumi.bad.yaml").write_text(text)
+    with pytest.raises(StackFileError) as caught:
+        read_stack_files(tmp_path, "bad")
+    assert str(caught.value).startswith(says) and "(YAML: " in str(caught.value)
 
 
 def test_the_gpu_software_line_says_who_installs_the_driver():
