@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from components.facts import gke
 from preflight.cli import HelpFormatter, prog_name
 from runs import cluster, listing, submit, why
 from runs import objects as o
@@ -193,9 +194,7 @@ def holders_of(job: TrainingJob, jobs: list[TrainingJob]) -> list[str]:
         if other is job or other.workload is None or not other.started() or other.finished_as() is not None:
             continue
         if o.spec(other.workload).get("queueName") == queue and other.accelerators[0] == wanted:
-            resource, count = other.accelerators
-            flavors = ", ".join(f for p, f in other.flavors.items() if p not in ("head", "submitter"))
-            holders.append(f"{other.name} ({count} {'chips' if 'tpu' in resource else 'GPUs'} on {flavors})")
+            holders.append(f"{other.name} ({other.accelerator_text} on {', '.join(other.accelerator_flavors)})")
     return holders
 
 
@@ -224,7 +223,7 @@ def _pod_of_rank(job: TrainingJob, rank: int) -> dict[str, Any] | None:
         pod_labels = o.labels(pod)
         if job.kind == "Job" and pod_labels.get("batch.kubernetes.io/job-completion-index") == str(rank):
             return dict(pod)
-        if job.kind == "RayJob" and pod_labels.get("ray.io/node-type") == "head":
+        if job.kind == "RayJob" and pod_labels.get(gke.RAY_NODE_TYPE_LABEL) == "head":
             return dict(pod)
     return None
 

@@ -15,14 +15,16 @@ from enum import StrEnum
 from typing import Any
 
 from components.facts import gke
+from components.facts.kueue_release import HEAD_POD_SET, SUBMITTER_POD_SET
+from preflight.checks.kueue_objects import pod_sets
+from preflight.checks.pods import pod_requests
 from runs import objects as o
 from runs.submit import SUBMITTED_BY, SUBMITTED_LABEL
 
 JOB_KINDS = ("Job", "RayJob")
 RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay's label on a RayCluster's pods
-# Kueue v0.19.2's labels: the Workload's owner job (pkg/controller/constants), the queue a job asks for.
-WORKLOAD_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Pod sets of a RayJob's own pods (Kueue's names): they hold no accelerator, so no flavor of the job's.
+RAY_OWN_POD_SETS = (HEAD_POD_SET, SUBMITTER_POD_SET)
 
 
 class State(StrEnum):
@@ -82,13 +84,26 @@ class TrainingJob:
 
     @property
     def accelerators(self) -> tuple[str, int]:
-        """(resource, count) the job asks for in all: chips or GPUs."""
-        counts: dict[str, int] = {}
-        for pod in _pod_templates(self.job):
-            for resource in gke.ACCELERATOR_RESOURCES:
-                counts[resource] = counts.get(resource, 0) + _requested(pod[1], resource) * pod[0]
-        resource = max(counts, key=counts.__getitem__, default=gke.GPU_RESOURCE)
-        return resource, counts.get(resource, 0)
+        """(resource, count) the job asks for in all, chips or GPUs, over its pod sets as Kueue counts them."""
+        counts = dict.fromkeys(gke.ACCELERATOR_RESOURCES, 0)
+        for pod_set in pod_sets(self.kind, self.job):
+            requests = pod_requests(pod_set.spec, list(gke.ACCELERATOR_RESOURCES))
+            for resource in counts:
+                counts[resource] += int(requests.get(resource, 0)) * pod_set.count
+        resource = max(counts, key=counts.__getitem__)
+        return (resource, counts[resource]) if counts[resource] else (gke.GPU_RESOURCE, 0)
+
+    @property
+    def accelerator_text(self) -> str:
+        """`32 chips`, `16 GPUs`, or `-` for a job without accelerators."""
+        resource, count = self.accelerators
+        return f"{count} {'chips' if resource == gke.TPU_RESOURCE else 'GPUs'}" if count else "-"
+
+    @property
+    def accelerator_flavors(self) -> list[str]:
+        """The flavors Kueue admitted the job's accelerator pod sets on (a RayJob's head and submitter left out)."""
+        flavors = [flavor for pod_set, flavor in self.flavors.items() if pod_set not in RAY_OWN_POD_SETS]
+        return list(dict.fromkeys(flavors or self.flavors.values()))
 
     @property
     def admission_checks(self) -> list[Mapping[str, Any]]:
@@ -214,29 +229,3 @@ _EPOCH = datetime.min.replace(tzinfo=o.UTC)
 def _true(conditions: Mapping[str, o.Condition], kind: str) -> bool:
     condition = conditions.get(kind)
     return bool(condition and condition.true)
-
-
-def _pod_templates(job: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
-    """(pods, pod spec) of each pod template: a Job's parallelism, a RayJob's worker groups (replicas x hosts)."""
-    spec = o.spec(job)
-    if o.kind(job) == "Job":
-        template = (spec.get("template") or {}).get("spec") or {}
-        return [(int(spec.get("parallelism") or 1), template)]
-    cluster = spec.get("rayClusterSpec") or {}
-    found = []
-    for group in cluster.get("workerGroupSpecs") or []:
-        pods = int(group.get("replicas") or 0) * int(group.get("numOfHosts") or 1)
-        found.append((pods, (group.get("template") or {}).get("spec") or {}))
-    return found
-
-
-def _requested(pod_spec: Mapping[str, Any], resource: str) -> int:
-    total = 0
-    for container in pod_spec.get("containers") or []:
-        resources = container.get("resources") or {}
-        value = (resources.get("limits") or {}).get(resource) or (resources.get("requests") or {}).get(resource)
-        try:
-            total += int(value or 0)
-        except (TypeError, ValueError):
-            continue
-    return total

@@ -57,18 +57,16 @@ def rows(
 ) -> list[Row]:
     listed = []
     for job in sorted(jobs, key=lambda j: o.created(j.job) or now, reverse=True):
-        resource, count = job.accelerators
-        unit = "chips" if "tpu" in resource else "GPUs"
-        flavors = [f for pod_set, f in job.flavors.items() if pod_set not in ("head", "submitter")]
+        flavors = job.accelerator_flavors
         listed.append(
             Row(
                 job.name,
                 job.kind,
                 _state_text(job, positions or {}),
                 ", ".join(dict.fromkeys(flavors)) or "-",
-                f"{count} {unit}" if count else "-",
+                job.accelerator_text,
                 o.age(o.created(job.job), now),
-                _cost_so_far(job, now, count, flavors, prices or {}),
+                _cost_so_far(job, now, job.accelerators[1], flavors, prices or {}),
                 "submitted" if job.submitted else "stack",
             )
         )

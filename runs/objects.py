@@ -93,6 +93,17 @@ class Condition:
         return self.status == "True"
 
 
+def pod_templates(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The object's own pod templates, as written in it: a Job's; a RayJob's (or RayCluster's) head, worker groups and
+    submitter."""
+    body = spec(obj)
+    cluster = body.get("rayClusterSpec") or (body if kind(obj) == "RayCluster" else {})
+    templates = [body.get("template"), (cluster.get("headGroupSpec") or {}).get("template")]
+    templates += [group.get("template") for group in cluster.get("workerGroupSpecs") or []]
+    templates.append(body.get("submitterPodTemplate"))
+    return [template for template in templates if isinstance(template, dict)]
+
+
 def conditions(obj: Mapping[str, Any]) -> dict[str, Condition]:
     """An object's status conditions by type: which one is "latest" is never read from the list's order."""
     found = {}

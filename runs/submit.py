@@ -21,12 +21,13 @@ from typing import Any
 import yaml
 
 from components.config.load import ConfigError
-from components.facts import gke
+from components.facts import gke, images
 from preflight.checks import policy_runner
 from preflight.cli_plan import Verdict, check
 from preflight.engine.plan import Plan, plan_config
 from preflight.engine.stack_files import read_stack_files
 from preflight.report import forecast_summary
+from runs import objects as o
 
 JOB_LISTS = {"maxtext": "maxtext", "fsdp": "fsdp"}  # a job file's kind -> its list under trainyard:jobs
 SUBMITTED_LABEL = "trainyard/submitted-by"
@@ -111,9 +112,10 @@ def render(job: JobFile, stack: str, project_dir: Path, pack_config: Mapping[str
 
 def job_objects(manifests: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     """The job's own objects (its workload label) and the ConfigMaps they mount, labelled as submitted."""
-    own = [m for m in manifests if _labels(m).get(gke.WORKLOAD_LABEL) == name and m.get("kind") in ("Job", "RayJob")]
-    mounted = {volume["configMap"]["name"] for m in own for volume in _volumes(m) if "configMap" in volume}
-    config_maps = [m for m in manifests if m.get("kind") == "ConfigMap" and _name(m) in mounted]
+    own = [m for m in manifests if o.labels(m).get(gke.WORKLOAD_LABEL) == name and o.kind(m) in ("Job", "RayJob")]
+    volumes = [v for m in own for t in o.pod_templates(m) for v in (t.get("spec") or {}).get("volumes") or []]
+    mounted = {volume["configMap"]["name"] for volume in volumes if "configMap" in volume}
+    config_maps = [m for m in manifests if o.kind(m) == "ConfigMap" and o.name(m) in mounted]
     submitted = []
     for manifest in own:
         manifest = copy.deepcopy(manifest)
@@ -124,8 +126,8 @@ def job_objects(manifests: list[dict[str, Any]], name: str) -> list[dict[str, An
 
 def _judge(rendered: Rendered, path: str) -> None:
     verdict, name = rendered.verdict, rendered.job.name
-    mine = {f"{m['kind']} {m['metadata'].get('namespace')}/{_name(m)}" for m in rendered.objects}
-    urns = {r.urn for r in rendered.plan.resources if _name(r.inputs) in {_name(m) for m in rendered.objects}}
+    mine = {f"{m['kind']} {m['metadata'].get('namespace')}/{o.name(m)}" for m in rendered.objects}
+    urns = {r.urn for r in rendered.plan.resources if o.name(r.inputs) in {o.name(m) for m in rendered.objects}}
     rendered.problems += [str(p) for p in verdict.schemas.problems if p.obj in mine]
     rendered.problems += [str(p) for p in verdict.placement if p.workload in mine]
     rendered.problems += [
@@ -147,59 +149,23 @@ def _in_job_file(text: str, path: str, job_path: Path) -> str:
     return text.replace(path, str(job_path))
 
 
-def _labels(manifest: Mapping[str, Any]) -> Mapping[str, str]:
-    return (manifest.get("metadata") or {}).get("labels") or {}
-
-
-def _name(manifest: Mapping[str, Any]) -> str:
-    return str((manifest.get("metadata") or {}).get("name", ""))
-
-
-def _volumes(manifest: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Every pod template's volumes: a Job's, a RayJob's head and worker groups'."""
-    spec = manifest.get("spec") or {}
-    templates = [spec.get("template")]
-    cluster = spec.get("rayClusterSpec") or {}
-    templates += [(cluster.get("headGroupSpec") or {}).get("template")]
-    templates += [group.get("template") for group in cluster.get("workerGroupSpecs") or []]
-    return [volume for t in templates if t for volume in (t.get("spec") or {}).get("volumes") or []]
-
-
 def load_pack_config(stack: str, project_dir: Path, pack_config: Path | None) -> dict[str, Any]:
     if pack_config:
         return policy_runner.load_pack_config(pack_config)
     return policy_runner.pack_config_for_stack(stack, project_dir)
 
 
-DIGEST = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
-
-
 def pin_image(objects: list[dict[str, Any]], kind: str, image: str) -> int:
     """Put `image` (by digest) in place of the stack-built trainer image the plan shows (the mocks' digest is not
     the registry's); the containers changed."""
-    if not DIGEST.match(image):
+    if "@" not in image or images.pin_problem(image) is not None:
         raise JobFileError(f"--image: {image!r} is not pinned by digest (allowed: REGISTRY/PATH@sha256:<64 hex>)")
     trainer = f"/{kind}"
     changed = 0
     for manifest in objects:
-        for container in _containers(manifest):
-            repository = str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0]
-            if repository.endswith(trainer):
-                container["image"] = image
-                changed += 1
+        for template in o.pod_templates(manifest):
+            for container in (template.get("spec") or {}).get("containers") or []:
+                if str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0].endswith(trainer):
+                    container["image"] = image
+                    changed += 1
     return changed
-
-
-def _containers(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
-    spec = manifest.get("spec") or {}
-    cluster = spec.get("rayClusterSpec") or {}
-    templates = [spec.get("template"), (cluster.get("headGroupSpec") or {}).get("template")]
-    templates += [group.get("template") for group in cluster.get("workerGroupSpecs") or []]
-    templates += [spec.get("submitterPodTemplate")]
-    return [
-        c
-        for t in templates
-        if t
-        for key in ("initContainers", "containers")
-        for c in (t.get("spec") or {}).get(key) or []
-    ]

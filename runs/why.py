@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from components.facts import gke
 from runs import objects as o
 from runs.jobs import State, TrainingJob
 
@@ -53,10 +54,10 @@ def _preemptor(job: TrainingJob, others: Sequence[TrainingJob]) -> TrainingJob |
 
 
 def _not_queued(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
-    queue = o.labels(job.job).get("kueue.x-k8s.io/queue-name")
+    queue = o.labels(job.job).get(gke.QUEUE_LABEL)
     if not queue:
         return [
-            "not queued: it has no kueue.x-k8s.io/queue-name label, so Kueue never admits it",
+            f"not queued: it has no {gke.QUEUE_LABEL} label, so Kueue never admits it",
             "next: submit it with `trainyard job submit`, which labels it for the stack's LocalQueue",
         ]
     return [
@@ -180,7 +181,7 @@ def _admitted(job: TrainingJob, now: datetime, positions: Mapping[str, int], hol
     pending = job.pods_in_phase("Pending")
     flavors = _flavor_text(job)
     if job.kind == "RayJob" and job.ray_cluster is not None and not job.pods_in_phase("Running"):
-        head = [pod for pod in pending if o.labels(pod).get("ray.io/node-type") == "head"]
+        head = [pod for pod in pending if o.labels(pod).get(gke.RAY_NODE_TYPE_LABEL) == "head"]
         if head:
             return [
                 f"admitted on {flavors}, but the Ray head pod {o.name(head[0])} is Pending",
@@ -202,11 +203,9 @@ def _admitted(job: TrainingJob, now: datetime, positions: Mapping[str, int], hol
 
 
 def _running(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:
-    resource, count = job.accelerators
-    unit = "chips" if "tpu" in resource else "GPUs"
     running = len(job.pods_in_phase("Running"))
     return [
-        f"running for {o.age(job.started(), now)} on {_flavor_text(job)}: {running} pods, {count} {unit}",
+        f"running for {o.age(job.started(), now)} on {_flavor_text(job)}: {running} pods, {job.accelerator_text}",
         f"next: `trainyard job logs {job.workload_label}` to follow it",
     ]
 
@@ -240,9 +239,7 @@ def _failed(job: TrainingJob, now: datetime, positions: Mapping[str, int], holde
 
 
 def _flavor_text(job: TrainingJob) -> str:
-    flavors = job.flavors
-    accelerator = [f for pod_set, f in flavors.items() if pod_set not in ("head", "submitter")]
-    return ", ".join(dict.fromkeys(accelerator or list(flavors.values()))) or "?"
+    return ", ".join(job.accelerator_flavors) or "?"
 
 
 def _scheduling_words(job: TrainingJob, pod: Mapping[str, Any]) -> list[str]:

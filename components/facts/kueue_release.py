@@ -31,7 +31,11 @@ CONFIG_HASH_ANNOTATION = "trainyard/manager-config-sha256"
 # webhook refuses a worker group named "head" ('"head" is reserved for the head group', pkg/controller/jobs/
 # raycluster/common.go); the submitter's pod set (K8sJobMode, KubeRay's default) shares the Workload's podSets, a
 # list keyed by name, so a second "submitter" makes a Workload the API server refuses (rayjob_controller.go).
-RAY_POD_SET_NAMES = {"head": '"head" is reserved for the head group', "submitter": "is the RayJob submitter's pod set"}
+HEAD_POD_SET, SUBMITTER_POD_SET = "head", "submitter"
+RAY_POD_SET_NAMES = {
+    HEAD_POD_SET: '"head" is reserved for the head group',
+    SUBMITTER_POD_SET: "is the RayJob submitter's pod set",
+}
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.facts import kueue_release
-from components.facts.kueue_release import manager_config
+from components.facts.kueue_release import HEAD_POD_SET, SUBMITTER_POD_SET, manager_config
 from components.kube.kueue import MANAGER_CONFIG
 from policies.props import items, lookup
 from preflight.checks.pods import add_requests
@@ -125,14 +125,14 @@ def pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
         count = min(parallelism, int(completions)) if completions is not None else parallelism
         return [_pod_set("main", count, lookup(obj, "spec.template"))]
     cluster = lookup(obj, "spec.rayClusterSpec") if kind == "RayJob" else lookup(obj, "spec")
-    sets = [_pod_set("head", 1, lookup(cluster, "headGroupSpec.template"))]
+    sets = [_pod_set(HEAD_POD_SET, 1, lookup(cluster, "headGroupSpec.template"))]
     for group in items(cluster, "workerGroupSpecs"):
         hosts = int(group.get("numOfHosts") or 1)
         replicas = int(group["replicas"]) if group.get("replicas") is not None else 1
         sets.append(_pod_set(str(group.get("groupName", "")).lower(), replicas * max(hosts, 1), group.get("template")))
     if kind == "RayJob" and (lookup(obj, "spec.submissionMode") or "K8sJobMode") == "K8sJobMode":
         template = lookup(obj, "spec.submitterPodTemplate") or {"spec": DEFAULT_SUBMITTER}
-        sets.append(_pod_set("submitter", 1, template))
+        sets.append(_pod_set(SUBMITTER_POD_SET, 1, template))
     return sets
 
 

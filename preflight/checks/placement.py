@@ -79,6 +79,7 @@ class Miss:
 
     stage: int
     reason: str
+    resource: str = ""  # the resource that fits nowhere, at the resources stage
 
 
 LABELS, TAINTS, RESOURCES, COUNT = range(4)
@@ -91,6 +92,7 @@ class PlacementProblem:
     workload: str
     where: str
     reason: str
+    resource: str = ""  # the resource it is short of, where that is why it fits no node
     key: str = ""  # the stack config key to change, where the config made the workload (with_config_key)
 
     def __str__(self) -> str:
@@ -112,9 +114,8 @@ def with_config_key(problem: PlacementProblem, job_keys: Mapping[str, str]) -> P
     stack's jobs by name, admission.workload_config_keys)."""
     name = problem.workload.rpartition("/")[2]
     job = next((key for job, key in job_keys.items() if name == job or name.startswith(f"{job}-")), "")
-    resource = next((r for r in ("memory", "cpu") if f"requests {r}" in problem.reason), "")
     group = problem.where.partition("[")[0]
-    key = _RAY_SIZE_KEYS.get((group, resource), job)
+    key = _RAY_SIZE_KEYS.get((group, problem.resource), job)
     return dataclasses.replace(problem, key=key) if key else problem
 
 
@@ -269,14 +270,19 @@ def free_on(pool: Pool, overhead: Mapping[str, float]) -> dict[str, float]:
     return {name: amount - overhead.get(name, 0.0) for name, amount in pool.allocatable.items()}
 
 
+def short_of(requests: Mapping[str, float], pools: list[Pool], free: Mapping[str, dict[str, float]]) -> str:
+    """The resource the pod is shortest of, on the pool that comes closest."""
+    short = [
+        (name, pool) for pool in pools for name, amount in requests.items() if amount > free[pool.name].get(name, 0.0)
+    ]
+    return max(short, key=lambda item: free[item[1].name].get(item[0], 0.0) / requests[item[0]])[0]
+
+
 def explain_resources(
     spec: Mapping[str, Any], requests: Mapping[str, float], pools: list[Pool], free: Mapping[str, dict[str, float]]
 ) -> str:
     """One line: the request that fits nowhere, its container, and the closest pool's allocatable."""
-    short = [
-        (name, pool) for pool in pools for name, amount in requests.items() if amount > free[pool.name].get(name, 0.0)
-    ]
-    name, _ = max(short, key=lambda item: free[item[1].name].get(item[0], 0.0) / requests[item[0]])
+    name = short_of(requests, pools, free)
     closest = max(pools, key=lambda pool: free[pool.name].get(name, 0.0))
     containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
     biggest = max(containers, key=lambda c: container_requests(c).get(name, 0.0))
@@ -307,7 +313,7 @@ def place(
     per_node = {pool.name: pods_per_node(requests, free[pool.name]) for pool in tolerated}
     fitting = [pool for pool in tolerated if per_node[pool.name] > 0]
     if not fitting:
-        return Miss(RESOURCES, explain_resources(spec, requests, tolerated, free))
+        return Miss(RESOURCES, explain_resources(spec, requests, tolerated, free), short_of(requests, tolerated, free))
     slices = [pool.name for pool in fitting if pool.facts.tpu_slice and pool.facts.tpu_slice.multi_host]
     if not group.one_pool and group.pods > 1 and requests.get(gke.TPU_RESOURCE) and len(slices) > 1:
         return Miss(
@@ -343,7 +349,7 @@ def check_placement(resources: list[Mapping[str, Any]]) -> tuple[int, list[Place
         misses = [decide(group, spec, pools, free) for spec in candidates]
         if all(miss is not None for miss in misses):
             closest = max(misses, key=lambda miss: miss.stage)  # the first of equals: the flavors' order
-            problems.append(PlacementProblem(group.workload, group.where, closest.reason))
+            problems.append(PlacementProblem(group.workload, group.where, closest.reason, closest.resource))
     return len(groups), problems
 
 
@@ -358,4 +364,8 @@ def _daemon_reason(
     landing = [pool for pool in pools if selects_pool(spec, pool.facts) and not untolerated(spec, pool)]
     requests = pod_requests(spec)
     short = [pool for pool in landing if pods_per_node(requests, free[pool.name]) < 1]
-    return Miss(RESOURCES, explain_resources(spec, requests, short, free)) if short else None
+    return (
+        Miss(RESOURCES, explain_resources(spec, requests, short, free), short_of(requests, short, free))
+        if short
+        else None
+    )

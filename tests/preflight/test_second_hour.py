@@ -141,6 +141,7 @@ def test_a_placement_problem_and_an_mtu_verdict_name_the_key_to_change():
         "RayJob trainyard/llama3-8b-fb8344",
         "workerGroupSpecs[0]",
         "container ray-worker requests memory 838.19 GiB, but the closest pool has 698.74 GiB allocatable",
+        "memory",
     )
     keys = {"llama3-8b": "trainyard:jobs.maxtext[0]", "llama31-70b-fsdp": "trainyard:jobs.fsdp[0]"}
     assert str(with_config_key(worker, keys)).endswith("(change trainyard:jobs.ray.workerMemory)")
