@@ -17,8 +17,8 @@ TRAINYARD := $(VENV)/bin/trainyard
 # tested by the recipe's own shell: inside $$(...) standard output is the substitution's pipe, never a terminal.
 # Use: $(PIP_PROGRESS) pip install $$progress ...
 PIP_PROGRESS = if [ -t 1 ]; then progress=; else progress=--quiet; fi;
-# A long command's output under a spinner with the time each step has taken (preflight/cli_run.py; a terminal only).
-WITH_SPINNER = $(VENV)/bin/python -m preflight.cli_run
+# A long command's output under a spinner with the time each step has taken (cli/spinner.py; a terminal only).
+WITH_SPINNER = $(VENV)/bin/python -m cli.spinner
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from cli.parsing import HelpFormatter, prog_name
 from components.facts import gke
-from preflight.cli import HelpFormatter, prog_name
 from runs import cluster, listing, submit, why
 from runs import objects as o
 from runs.jobs import TrainingJob, find, training_jobs
@@ -27,18 +27,20 @@ READ_KINDS_ARG = "jobs,rayjobs,rayclusters,workloads,clusterqueues,provisioningr
 
 EPILOG = f"""\
 examples:
-  trainyard job submit my-run.yaml --dry-run   render and check a job file; send nothing
+  trainyard job submit my-run.yaml --dry-run  render and check a job file; send nothing
   trainyard job submit my-run.yaml --image REGISTRY/fsdp@sha256:...
-                                              check it, then apply it (server-side apply, manager trainyard)
-  trainyard job list                          every training job in the namespace, with its state and cost
+                                              check it, then apply it (server-side apply,
+                                              field manager trainyard)
+  trainyard job list                          every training job in the namespace, its state, cost
   trainyard job status llama3-8b              why it is where it is, and what to do (alias: why)
   trainyard job logs llama31-70b-fsdp -f      rank 0's log, followed (--rank N for another)
   trainyard job cancel my-run                 SIGTERM (it saves a checkpoint), then delete
-  trainyard job why my-run --from dump.yaml   explain a colleague's dump:
-      kubectl get {READ_KINDS_ARG} -n trainyard -o yaml > dump.yaml
+  trainyard job why my-run --from dump.yaml   explain a colleague's dump, written by
+      kubectl get -n trainyard -o yaml \\
+      {READ_KINDS_ARG} > dump.yaml
 
-A job file holds one job in the schema of a trainyard:jobs.maxtext[] or trainyard:jobs.fsdp[] entry, plus
-`kind: maxtext` or `kind: fsdp` (docs/operations.md, "Day 2").
+A job file holds one job in the schema of a trainyard:jobs.maxtext[] or trainyard:jobs.fsdp[] entry,
+plus `kind: maxtext` or `kind: fsdp` (docs/operations.md, "Day 2").
 """
 
 

@@ -1,23 +1,60 @@
-"""`trainyard VERB`: the console script (pyproject.toml [project.scripts]). Day 2's `job` verb lives here (cli/job.py,
-over runs/); every other verb is preflight's (preflight/cli.py), until the rest moves here too (docs/development.md).
+"""`trainyard VERB`: the console script (pyproject.toml [project.scripts]; also `python -m preflight VERB`).
+
+One module per verb, each thin: it adds its parser here (`add`), reads its arguments, calls preflight/ (the
+offline engine) or runs/ (day 2, against a cluster), and prints. With no verb, trainyard plans. `job` parses its
+own sub-verbs (cli/job.py). `.venv/bin/trainyard` works without activating the venv.
 """
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
+from cli import catalog, diff, forecast, plan, schema
+from cli.parsing import HelpFormatter, prog_name
+
+DESCRIPTION = "Plan, check, forecast and compare trainyard stacks offline; run and watch their jobs."
+# The verb run when none is named, so `trainyard --stack dev` plans as it always has.
+DEFAULT_VERB = "plan"
 JOB_VERB = "job"
+VERB_MODULES = {"plan": plan, "diff": diff, "forecast": forecast, "catalog": catalog, "schema": schema}
+VERBS = (*VERB_MODULES, JOB_VERB)
 EXIT_USAGE = 2
 
+EPILOG = """\
+With no verb, trainyard plans: `trainyard --stack dev` is `trainyard plan --stack dev`.
+`trainyard VERB --help` shows each verb's options and examples.
 
-def verbs() -> tuple[str, ...]:
-    from preflight.cli import VERBS
+examples:
+  .venv/bin/trainyard plan                    plan and check the dev stack (Pulumi.dev.yaml)
+  .venv/bin/trainyard diff --base main        what this branch changes in the dev stack
+  .venv/bin/trainyard forecast --stack dev    each job's step time, MFU and cost per run
+  .venv/bin/trainyard catalog                 the TPU topologies, machines, capacities and prices
+  .venv/bin/trainyard job --help              day 2: submit, list, status (why), logs and cancel jobs
+  make preflight STACK=dev                    build .venv (first time), then plan
+"""
 
-    return (*VERBS, JOB_VERB)
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="store_true", help="the checkout's commit and the pinned SDKs")
+    verbs = parser.add_subparsers(title="verbs", metavar="VERB", dest="verb")
+    for module in VERB_MODULES.values():
+        module.add(verbs)
+    # job parses its own sub-verbs (cli/job.py); this entry lists it
+    verbs.add_parser(JOB_VERB, help="day 2: submit, list, status (why), logs and cancel training jobs", add_help=False)
+    return parser
+
+
+def with_verb(argv: list[str]) -> list[str]:
+    """`argv` with the default verb in front when it names none (and asks for more than the top-level help)."""
+    if argv[:1] and (argv[0] in VERBS or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    return [DEFAULT_VERB, *argv]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,21 +63,20 @@ def main(argv: list[str] | None = None) -> int:
         print(version())
         return 0
     if argv[:1] == [JOB_VERB]:
-        from cli import job
+        from cli import job  # the Kubernetes client loads only for day 2
 
         return job.main(argv[1:])
-    if argv and not argv[0].startswith("-") and argv[0] not in verbs():
+    if argv and not argv[0].startswith("-") and argv[0] not in VERBS:
         print(unknown_verb(argv[0]), file=sys.stderr)
         return EXIT_USAGE
-    from preflight.cli import main as preflight_main
-
-    return preflight_main(argv)
+    args = build_parser(prog_name()).parse_args(with_verb(argv))
+    return args.run(args)
 
 
 def unknown_verb(word: str) -> str:
-    close = difflib.get_close_matches(word, verbs(), n=1)
+    close = difflib.get_close_matches(word, VERBS, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
-    return f"trainyard: {word!r} is not a verb ({hint}verbs: {', '.join(verbs())}; `trainyard --help` says more)"
+    return f"trainyard: {word!r} is not a verb ({hint}verbs: {', '.join(VERBS)}; `trainyard --help` says more)"
 
 
 def version() -> str:

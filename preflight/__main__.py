@@ -1,4 +1,4 @@
-"""`python -m preflight [VERB] ...`: the trainyard command line (preflight/cli.py); no verb plans the stack.
+"""`python -m preflight [VERB] ...`: the trainyard command line (cli/main.py); no verb plans the stack.
 
 This file runs under whatever Python started it, so it checks first, in syntax any Python 3 reads, that it is
 the project's venv: a system Python without the pinned packages gets one line saying what to run instead of an
@@ -36,12 +36,7 @@ if __name__ == "__main__":
         print(problem, file=sys.stderr)
         sys.exit(2)
 
-from preflight.cli import main
-from preflight.cli_output import progress
-from preflight.cli_plan import EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG, EXIT_OK, Verdict, check
-
-# Tests and older callers import these from here.
-__all__ = ["EXIT_CHECK_FAILED", "EXIT_INVALID_CONFIG", "EXIT_OK", "Verdict", "check", "main", "progress"]
+from cli.main import main  # the one import of cli/ below it: this entry point is older than cli/ (pyproject.toml)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,10 +23,10 @@ import yaml
 from components.config.load import ConfigError
 from components.facts import gke, images
 from preflight.checks import policy_runner
-from preflight.cli_plan import Verdict, check
 from preflight.engine.plan import Plan, plan_config
 from preflight.engine.stack_files import read_stack_files
 from preflight.report import forecast_summary
+from preflight.verdict import Verdict, check
 from runs import objects as o
 
 JOB_LISTS = {"maxtext": "maxtext", "fsdp": "fsdp"}  # a job file's kind -> its list under trainyard:jobs

@@ -1,4 +1,4 @@
-"""`python -m preflight diff --base REF`: what a change does to a stack, for a terminal or a PR comment.
+"""Plan two revisions of a stack for `trainyard diff --base REF` (cli/diff.py): what a change does to it.
 
 Plans REF in a temporary ``git worktree`` and the working tree side by side (each with ``python -m preflight
 --stack S --json FILE`` run in its own checkout by the current interpreter: the two checkouts import different
@@ -8,22 +8,16 @@ code), compares the two plans (``compare.compare``, pure) and prints them as +/~
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from preflight.checks import policy_runner
-from preflight.cli_output import progress
-from preflight.diff.compare import compare
-from preflight.diff.markdown import render_markdown
-from preflight.diff.terminal import print_terminal, terminal_lines
 
 
 class DiffError(RuntimeError):
@@ -146,20 +140,25 @@ def _plan_foreign(checkout: Path, stack: str, out: Path) -> dict[str, Any] | Non
     return planned if planned is not None else plan_checkout(checkout, stack, out)
 
 
-def plan_revisions(root: Path, ref: str, label: str, stack: str, workdir: Path) -> list[dict[str, Any] | None]:
+Doing = Callable[[str], AbstractContextManager[object]]  # says what is being done while the block runs
+
+
+def plan_revisions(
+    root: Path, ref: str, label: str, stack: str, workdir: Path, doing: Doing = nullcontext
+) -> list[dict[str, Any] | None]:
     """(base, head): ``ref`` in a temporary git worktree (removed afterwards) and the working tree. When the
     working tree is this code's checkout, both in this process, one after the other, sharing every import but
-    the program's own; else side by side, one process each. A spinner on stderr when it is a terminal."""
+    the program's own; else side by side, one process each. ``doing`` shows each step (the CLI's spinner)."""
     tree = workdir / "base"
     _git("worktree", "add", "--detach", str(tree), ref, cwd=root)
     base_json, head_json = workdir / "base.json", workdir / "head.json"
     try:
         if runs_this_code(root):
-            with progress(f"planning stack {stack} in the working tree"):
+            with doing(f"planning stack {stack} in the working tree"):
                 head = plan_here(root, stack)
-            with progress(f"planning stack {stack} at {label}"):
+            with doing(f"planning stack {stack} at {label}"):
                 return [_plan_foreign(tree, stack, base_json), head]
-        with progress(f"planning stack {stack} at {label} and in the working tree"):
+        with doing(f"planning stack {stack} at {label} and in the working tree"):
             base_process = _start_plan(tree, stack, base_json)
             head = _wait_plan(root, stack, head_json, _start_plan(root, stack, head_json))
             return [_wait_plan(tree, stack, base_json, base_process), head]
@@ -175,64 +174,11 @@ def pack_config_at(root: Path, ref: str, stack: str) -> dict[str, Any]:
     return policy_runner.parse_pack_config(shown.stdout, f"{path} at {ref}") if shown.returncode == 0 else {}
 
 
-def default_base(root: Path) -> str:
-    return _git("merge-base", "main", "HEAD", cwd=root)
+def checkout_root(folder: Path) -> Path:
+    return Path(_git("rev-parse", "--show-toplevel", cwd=folder))
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m preflight diff", description=__doc__.splitlines()[0])
-    parser.add_argument("--base", help="git revision to compare with (default: the merge base with main)")
-    parser.add_argument("--stack", default="dev", help="stack name (default: dev)")
-    parser.add_argument("--output", type=Path, help="also write the Markdown to FILE")
-    parser.add_argument(
-        "--format",
-        choices=("terminal", "markdown"),
-        help="stdout as +/~/- lines (colour on a terminal) or Markdown for a PR (default: terminal on a terminal)",
-    )
-    parser.add_argument(
-        "--pack-config",
-        type=Path,
-        help="policy pack config JSON for both sides (default: each side's own policies/config.<stack>.json)",
-    )
-    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="the checkout to diff (default: cwd)")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """0: the diff printed; 1: printed, and an API would refuse an update of it (`pulumi up` would fail); 2: a
-    revision could not be resolved or the working tree not planned."""
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    root = Path(_git("rev-parse", "--show-toplevel", cwd=args.project_dir))
-    try:
-        ref = args.base or default_base(root)
-        label = _git("rev-parse", "--short", ref, cwd=root)
-        if args.pack_config:  # one config, given for both sides
-            config = base_config = policy_runner.load_pack_config(args.pack_config)
-        else:
-            config = policy_runner.pack_config_for_stack(args.stack, root)
-            base_config = pack_config_at(root, ref, args.stack)
-        with tempfile.TemporaryDirectory(prefix="trainyard-diff-") as tmp:
-            base, head = plan_revisions(root, ref, label, args.stack, Path(tmp))
-    except (DiffError, policy_runner.PackConfigError) as error:
-        print(f"trainyard diff: {error}", file=sys.stderr)
-        return 2
-    if head is None:
-        return 2
-    base_label = f"{ref} ({label})" if label != ref else ref
-    with progress("comparing the two plans"):
-        diff = compare(base or {}, head, config, base_config)
-    markdown = render_markdown(diff, base_label)
-    unplanned = f"The base `{ref}` could not be planned: every resource shows as added."
-    if base is None:
-        markdown += f"\n_{unplanned}_\n"
-    if (args.format or ("terminal" if sys.stdout.isatty() else "markdown")) == "terminal":
-        print_terminal(terminal_lines(diff, base_label) + ([("!", unplanned)] if base is None else []))
-    else:
-        print(markdown)
-    if args.output:
-        args.output.write_text(markdown)
-    return 1 if diff.refused else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def resolve_base(root: Path, base: str | None) -> tuple[str, str]:
+    """(ref, its short commit): ``base``, or the merge base with main when None."""
+    ref = base or _git("merge-base", "main", "HEAD", cwd=root)
+    return ref, _git("rev-parse", "--short", ref, cwd=root)

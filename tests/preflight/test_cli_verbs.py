@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight.cli import VERBS, with_verb
+from cli.main import VERBS, with_verb
 from tests.helpers.plans import PROJECT_DIR, dev_config_values
 
 TRAINYARD = Path(sys.executable).parent / "trainyard"

@@ -13,7 +13,7 @@ import pytest
 from components.config.models import GpuCapacity, TpuCapacity
 from components.facts import gke, topology
 from components.facts.capacity import Capacity
-from preflight.__main__ import check
+from preflight.verdict import check
 
 V6E = topology.tpu_generation("v6e")
 SHAPES = [

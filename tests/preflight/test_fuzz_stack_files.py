@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from preflight.__main__ import main
+from cli.main import main
 from tests.helpers.plans import PROJECT_DIR, dev_config_values
 
 SECONDS_EACH = 10

@@ -10,8 +10,8 @@ import pytest
 
 from components.config.load import load_stack_config
 from preflight.checks.admission import AdmissionProblem
-from preflight.cli_plan import check
 from preflight.report import forecast_summary, job_inputs, render_jobs
+from preflight.verdict import check
 from tests.helpers.plans import PROJECT_DIR
 
 

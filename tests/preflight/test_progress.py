@@ -9,8 +9,8 @@ import time
 
 from rich.console import Console
 
-from preflight import cli_run
-from preflight.cli_output import progress
+from cli import spinner as cli_run
+from cli.output import progress
 
 
 def terminal() -> tuple[Console, io.StringIO]:

@@ -10,8 +10,8 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from cli.main import main
+from cli.output import counted
 from components.config.load import load_stack_config
-from preflight.cli_output import counted
 from tests.components.config.test_grammars import _refusal as refusal
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
@@ -153,7 +153,8 @@ def test_a_placement_problem_and_an_mtu_verdict_name_the_key_to_change():
 
 def test_the_readmes_sample_verdict_is_the_dev_plans(dev_plan):
     """The README's sample output ends with the dev stack's verdict line: counts and cost as the plan gives them."""
-    from preflight.cli_plan import check, verdict_line
+    from cli.plan import verdict_line
+    from preflight.verdict import check
 
     readme = (PROJECT_DIR / "README.md").read_text()
     (sample,) = [line for line in readme.splitlines() if line.startswith("trainyard: OK — ")]

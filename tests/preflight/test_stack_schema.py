@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from components.config.load import ConfigError, load_stack_config
-from preflight.cli_schema import SCHEMA_PATH, schema_text
+from preflight.stack_schema import SCHEMA_PATH, schema_text
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 STACK_FILES = sorted(PROJECT_DIR.glob("Pulumi.*.yaml"))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from cli.plan import verdict_line
 from components.config.load import ConfigError, load_stack_config
 from components.facts import cost
-from preflight.cli_plan import check, verdict_line
+from preflight.verdict import check
 from tests.helpers.plans import as_engine_config, dev_config_values
 
 

@@ -13,10 +13,10 @@ import yaml
 from components.config.load import load_stack_config
 from components.facts import kueue_release
 from components.facts.gke import NODE_POOL_TYPE, QUEUE_LABEL, WORKLOAD_LABEL
-from preflight.__main__ import check
 from preflight.checks.admission import check_admission, workload_config_keys
 from preflight.checks.kueue_objects import PodSet, pod_sets
 from preflight.checks.pods import pod_requests
+from preflight.verdict import check
 from tests.helpers.plans import everything_on
 
 Resources = list[dict[str, Any]]

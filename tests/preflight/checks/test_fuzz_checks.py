@@ -63,7 +63,7 @@ def edited(resources: list[dict[str, Any]], chosen: list[Edit]) -> list[dict[str
 
 
 def every_check(plan: dict[str, Any]) -> None:
-    """What preflight.cli_plan.check runs, in its order: controllers are played on the objects the API accepts."""
+    """What preflight.verdict.check runs, in its order: controllers are played on the objects the API accepts."""
     resources = plan["resources"]
     manifests = [integral_as_int(r["inputs"]) for r in resources if is_object(r["type"], r["inputs"])]
     schemas = check_manifests(manifests, "1.35")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli.main import main as cli_main
 from preflight.diff import compare, revisions
 from preflight.diff.markdown import mermaid, render_markdown
 from tests.helpers import policy_stacks as fx
@@ -149,7 +150,7 @@ def test_diff_between_two_commits_of_a_clone(tmp_path, capsys):
     stack_file.write_text(yaml.safe_dump(config, sort_keys=False))
     _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-qam", "mtu 1500", cwd=clone)
     out = tmp_path / "diff.md"
-    assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
+    assert cli_main(["diff", "--base", "HEAD~1", "--project-dir", str(clone), "--output", str(out)]) == 0
     markdown = out.read_text()
     captured = capsys.readouterr()
     assert markdown == captured.out.rstrip("\n") + "\n"  # stdout no terminal: Markdown, as the file
@@ -195,7 +196,7 @@ def test_a_change_to_one_trainer_supersedes_only_its_job_and_says_so(tmp_path, c
     trainer = clone / "workloads/fsdp/train.py"
     trainer.write_text(trainer.read_text() + "\n# a fix that changes nothing but the bytes\n")
     _commit_all(clone, "a trainer change")
-    assert revisions.main(["--base", "HEAD~1", "--project-dir", str(clone)]) == 0
+    assert cli_main(["diff", "--base", "HEAD~1", "--project-dir", str(clone)]) == 0
     markdown = capsys.readouterr().out
     assert "[!CAUTION]" in markdown
     assert re.search(  # the default updatePolicy, replace: never two revisions at once

@@ -6,15 +6,15 @@ import dataclasses
 
 import pytest
 
+from cli.main import main as preflight_main
 from components.config.load import load_stack_config
 from components.facts.models import ARCHITECTURES
-from preflight.__main__ import check
-from preflight.__main__ import main as preflight_main
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.fsdp import Checkpointing, FsdpRun, Hardware, memory
 from preflight.forecast.fsdp import forecast as forecast_at
 from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
+from preflight.verdict import check
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 LLAMA_8B, LLAMA_70B = ARCHITECTURES["meta-llama/Llama-3.1-8B"], ARCHITECTURES["meta-llama/Llama-3.1-70B"]

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES, USABLE_HBM_BYTES_PER_CHIP
-from preflight.__main__ import check
 from preflight.forecast.maxtext_hbm import LOGIT_BYTES, NoEstimate, estimate
 from preflight.forecast.maxtext_jobs import MaxTextJobForecast
 from preflight.forecast.priced import NoForecast
+from preflight.verdict import check
 from tests.preflight.forecast.test_maxtext_forecast import WORK, cache_dev_verdict, dev_config, maxtext_results
 
 LLAMA3_8B = MAXTEXT_ARCHITECTURES["llama3-8b"]

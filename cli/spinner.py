@@ -1,4 +1,4 @@
-"""Run a long command under a spinner: `python -m preflight.cli_run [--step PREFIX] -- COMMAND ...`.
+"""Run a long command under a spinner: `python -m cli.spinner [--step PREFIX] -- COMMAND ...`.
 
 The command's output (stdout and stderr, merged) scrolls above a spinner that shows the latest line starting
 with PREFIX and the time since it appeared, so each step of a long run (`make fit-check`: "fit-check: compiling
@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import TaskID
 
-from preflight.cli_output import spinner
+from cli.output import spinner
 
 # absl/glog's line prefix (severity, date, time, thread, file:line]) and absl's preamble: libraries' logging, not
 # the command's own output.
@@ -92,7 +92,7 @@ def _finish(process: subprocess.Popen, noise: NoiseLog) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m preflight.cli_run", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m cli.spinner", description=__doc__.splitlines()[0])
     parser.add_argument("--step", default="", help="a line starting with this begins a new step")
     parser.add_argument("--noise-log", type=Path, metavar="FILE", help="write the libraries' log lines here")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")

@@ -13,11 +13,29 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from cli.output import say
+from cli.parsing import Verbs, add_verb, json_option
 from components.facts import cost, topology, zones
 from components.facts.capacity import GPU_CAPACITIES, PRICE_COLUMNS, TPU_CAPACITIES, Capacity
-from preflight.cli_output import say
 
 GB = 1e9
+
+
+SUMMARY = "the topologies, machine types, capacity modes, zones and prices trainyard knows"
+EPILOG = """\
+examples:
+  trainyard catalog                           every topology, machine, capacity mode and price
+  trainyard catalog --region us-east5         prices in one region only
+  trainyard catalog --json - | jq '.tpuTopologies[] | select(.vms > 1)'
+                                              the multi-host slices, as JSON
+  make catalog
+"""
+
+
+def add(verbs: Verbs) -> None:
+    catalog_verb = add_verb(verbs, "catalog", SUMMARY, EPILOG, run, [])
+    json_option(catalog_verb, "the catalog")
+    catalog_verb.add_argument("--region", help="list the prices of REGION only (such as us-east5)")
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The `plan` verb (also `python -m preflight` with no verb): plan a stack offline, check it, print the verdict.
+"""`trainyard plan` (also `trainyard` with no verb): plan a stack offline, check it (preflight/verdict.py), print
+the report and one verdict line.
 
 Exit codes: 0 planned and every check passed, 1 a check failed (schema or mandatory policy; with
 --strict-schemas also a custom resource left unchecked for want of its schema), 2 the stack config, a stack
@@ -10,106 +11,51 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from components.config.job_checks import driver_summary
+from cli.output import counted, progress, say, say_each
+from cli.parsing import Verbs, add_verb, json_option, shared_options
 from components.config.load import ConfigError, load_stack_config
 from components.config.tokens import TokenError
 from components.facts import cost
 from preflight.checks import policy_runner, provider_inputs
-from preflight.checks.admission import Admission, AdmissionProblem, check_admission, workload_config_keys
-from preflight.checks.api_limits import limit_problems
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
-from preflight.checks.kube_schemas import SchemaCheck, UnsupportedKubernetesVersion, check_manifests
-from preflight.checks.placement import PlacementProblem, check_placement, with_config_key
-from preflight.checks.provider_inputs import ProviderInputProblem, check_provider_inputs
-from preflight.cli_output import counted, progress, say, say_each
+from preflight.checks.kube_schemas import UnsupportedKubernetesVersion
 from preflight.engine.config_lines import located
-from preflight.engine.plan import Plan, accepted_resources, plan_stack
+from preflight.engine.plan import Plan, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
-from preflight.forecast.report import AnyForecast, pack_config_with_forecast, stack_forecasts
 from preflight.report import job_inputs, render_jobs, render_plan
+from preflight.verdict import Verdict, check
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
 
+SUMMARY = "plan a stack under mocks and check it (the default verb)"
+EPILOG = """\
+exit codes: 0 every check passed, 1 a check failed, 2 the stack config or a stack file is invalid
 
-@dataclass
-class Verdict:
-    """Everything preflight concludes about a plan."""
-
-    schemas: SchemaCheck
-    placement: list[PlacementProblem]
-    pod_templates: int
-    admitted: list[Admission]
-    admission: list[AdmissionProblem]  # workloads Kueue would never admit
-    provider_inputs: list[ProviderInputProblem]
-    policies: list[policy_runner.Verdict]
-    cost: cost.StackCost
-    forecast: list[AnyForecast] = field(default_factory=list)
-    gpu_software: list[str] = field(default_factory=list)  # per GPU pool: what its nodes carry, the driver it needs
-    strict_schemas: bool = False
-
-    @property
-    def failed(self) -> bool:
-        unchecked_fails = self.strict_schemas and bool(self.schemas.unchecked)
-        return (
-            bool(self.schemas.problems)
-            or unchecked_fails
-            or bool(self.placement)
-            or bool(self.admission)
-            or any(result.cannot_run for result in self.forecast)
-            or bool(self.provider_inputs)
-            or policy_runner.has_mandatory(self.policies)
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schemaProblems": [{"object": p.obj, "path": p.path, "reason": p.reason} for p in self.schemas.problems],
-            "schemaUnchecked": self.schemas.unchecked,
-            "providerInputProblems": [
-                {"resource": p.resource, "path": p.path, "reason": p.reason} for p in self.provider_inputs
-            ],
-            "placementProblems": [
-                {"workload": p.workload, "where": p.where, "reason": p.reason} for p in self.placement
-            ],
-            "admission": {
-                "admitted": [{"workload": a.workload, "flavors": a.flavors} for a in self.admitted],
-                "problems": [
-                    {"workload": p.workload, "podSet": p.pod_set, "reason": p.reason, "configKey": p.key}
-                    for p in self.admission
-                ],
-            },
-            "policies": [verdict.to_json() for verdict in self.policies],
-            "cost": self.cost.to_json(),
-            "forecast": [result.to_json() for result in self.forecast],
-            "gpuSoftware": self.gpu_software,
-        }
+examples:
+  trainyard plan                              plan and check Pulumi.dev.yaml
+  trainyard plan --stack dev --strict-schemas
+                                              fail when a custom resource cannot be schema-checked
+  trainyard plan --json .cache/plan.json      also write the plan and its verdict as JSON
+  trainyard plan --json - | jq .cost          the JSON alone, on stdout
+  make preflight STACK=dev                    the same as the first, building .venv first
+"""
 
 
-def check(plan: Plan, pack_config: dict[str, Any], strict_schemas: bool = False) -> Verdict:
-    plan_json = plan.to_json()
-    config = load_stack_config(plan.config, plan.stack)
-    schemas = check_manifests(plan.manifests, config.cluster.version)
-    accepted = accepted_resources(plan_json["resources"], schemas.refused)
-    job_keys = workload_config_keys(config)
-    pod_templates, placement = check_placement(accepted)
-    placement = [with_config_key(problem, job_keys) for problem in placement]
-    admitted, admission = check_admission(accepted, job_keys)
-    forecasts = stack_forecasts(config)
-    return Verdict(
-        schemas=schemas.adding(limit_problems(plan.manifests, config.network.service_range)),
-        placement=placement,
-        pod_templates=pod_templates,
-        admitted=admitted,
-        admission=admission,
-        provider_inputs=check_provider_inputs(plan_json["resources"]),
-        policies=policy_runner.evaluate(plan_json, pack_config_with_forecast(pack_config, forecasts)),
-        cost=cost.estimate(plan_json["resources"]),
-        forecast=forecasts,
-        gpu_software=[driver_summary(config, pool) for pool in config.gpu_pools],
-        strict_schemas=strict_schemas,
+def add(verbs: Verbs) -> None:
+    plan = add_verb(verbs, "plan", SUMMARY, EPILOG, run, [shared_options()])
+    json_option(plan, "the plan and its verdict")
+    plan.add_argument(
+        "--pack-config",
+        type=Path,
+        metavar="FILE",
+        help="policy pack config JSON (default: policies/config.<stack>.json when it exists)",
+    )
+    plan.add_argument(
+        "--strict-schemas",
+        action="store_true",
+        help="fail (exit 1) when a custom resource cannot be schema-checked for want of its schema",
     )
 
 
@@ -139,7 +85,7 @@ def print_report(plan: Plan, verdict: Verdict) -> None:
     say("\nCost (USD per hour):")
     say(cost.render_table(verdict.cost))
     if verdict.forecast:
-        say("\nForecast (python -m preflight forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
+        say("\nForecast (trainyard forecast; benchmarks/README.md: FSDP and MaxText forecasts):")
         say_each(line for result in verdict.forecast for line in result.lines())
     forecasts = [r.to_json() for r in verdict.forecast]
     inputs = job_inputs(load_stack_config(plan.config, plan.stack))

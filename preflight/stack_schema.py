@@ -1,7 +1,4 @@
-"""The `schema` verb: a JSON Schema of `Pulumi.<stack>.yaml`, generated from the config models, for editors.
-
-    trainyard schema            # print it
-    trainyard schema --write    # rewrite docs/stack-schema.json (make stack-schema)
+"""The JSON Schema of `Pulumi.<stack>.yaml`, generated from the config models, for editors (`trainyard schema`).
 
 A stack file names it in its first line (docs/editor.md), and yaml-language-server completes keys, shows each
 key's description and default, and flags a misspelt key or a wrong type as you type. The models stay the one
@@ -12,7 +9,6 @@ preflight's: `trainyard plan` still has the last word.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -107,13 +103,3 @@ def stack_schema() -> dict[str, Any]:
 
 def schema_text() -> str:
     return json.dumps(stack_schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-def run(args: argparse.Namespace) -> int:
-    text = schema_text()
-    if args.write:
-        SCHEMA_PATH.write_text(text)
-        print(f"Wrote {SCHEMA_PATH.relative_to(SCHEMA_PATH.parents[1])}")
-    else:
-        print(text, end="")
-    return 0

@@ -1,4 +1,4 @@
-"""The `forecast` verb: every enabled job's step time, throughput, MFU and cost, from the stack config alone.
+"""`trainyard forecast`: every enabled job's step time, throughput, MFU and cost, from the stack config alone.
 
 It reads what preflight/forecast/ computes (stack_forecasts, pack_config_with_forecast) and prints it within
 100 columns, or as JSON.
@@ -11,14 +11,40 @@ import json
 import sys
 from pathlib import Path
 
+from cli.output import progress, say
+from cli.parsing import Verbs, add_verb, json_option, shared_options
 from components.config.load import ConfigError, load_stack_config
 from components.config.tokens import TokenError
-from preflight.cli_output import progress, say
 from preflight.engine.config_lines import located
 from preflight.engine.stack_files import StackFileError, find_project_dir, read_stack_files
 from preflight.forecast.report import pack_config_with_forecast, stack_forecasts
 
 EXIT_OK, EXIT_INVALID_CONFIG = 0, 2
+
+SUMMARY = "each job's step time, throughput, MFU and cost per run"
+EPILOG = """\
+MaxText jobs are forecast once `make fit-check STACK=<stack>` has compiled them.
+
+examples:
+  trainyard forecast                          every enabled job of the dev stack
+  trainyard forecast --json -                 the forecasts as JSON, on stdout
+  trainyard forecast --pack-config pack.json > pack-with-forecast.json
+                                              the policy pack config with the forecast added
+                                              (for `pulumi preview --policy-pack-config`)
+  make forecast STACK=dev
+"""
+
+
+def add(verbs: Verbs) -> None:
+    forecast = add_verb(verbs, "forecast", SUMMARY, EPILOG, run, [shared_options()])
+    json_option(forecast, "the forecasts")
+    forecast.add_argument(
+        "--pack-config",
+        type=Path,
+        metavar="FILE",
+        help="print FILE (a policy pack config) with the forecast added for runs-within-budget, as JSON for "
+        "`pulumi preview --policy-pack-config`",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
