@@ -9,6 +9,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
+from components.facts.host_workloads import HOST_NAMESPACES
 from components.facts.images import PINNED_WORDS, pin_problem
 from policies.allow_lists import unlisted_workload
 from policies.props import as_number, is_true, is_unknown, items, lookup
@@ -40,7 +41,6 @@ def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation
                 )
 
 
-HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
 # Host directories no pod may mount, even read-only: the node's root holds all of them; the kubelet's directory holds
 # every pod's mounted Secrets and tokens and the kubelet's own credentials; the container runtime's socket and
 # state start containers on the node; /etc, /proc and /sys hold the node's configuration and kernel.

@@ -2,8 +2,9 @@
 account token, for every pod template the stack builds (Jobs, Deployments, DaemonSets, Ray head and workers).
 
 Allow-lists name `Kind/namespace/name` (policies/allow_lists.py); by default only the NCCL installer, an accepted
-risk, is listed. The token rule is judged over the whole stack: a pod may mount its token when a binding of the
-stack grants its account API access, whatever the pod is named.
+risk, is listed, and only in its shape. No workload is listed for the API token by default: the installer mounts
+none. The token rule is judged over the whole stack: a pod may mount its token when a binding of the stack grants
+its account API access, whatever the pod is named.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from policies.allow_lists import HOST_LEVEL_WORKLOADS, unlisted_workload, workload_ref
+from policies.allow_lists import unlisted_workload, workload_ref
 from policies.props import is_true, is_unknown, items, lookup
 from policies.workloads import (
     RAY_KINDS,
@@ -88,7 +89,7 @@ def service_account_token_only_where_needed(args: StackValidationArgs, report_vi
     automountServiceAccountToken false. A Ray head whose in-tree autoscaler calls the API (KubeRay binds its
     account) is the other case, and workloads named in allowedApiToken.
     """
-    allowed = args.get_config().get("allowedApiToken", list(HOST_LEVEL_WORKLOADS))
+    allowed = args.get_config().get("allowedApiToken", [])
     granted = granted_accounts(args.resources)
     for resource in args.resources:
         kind = kind_of(resource.resource_type)

@@ -14,8 +14,9 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   privileged-only-where-allowed {"allowedPrivileged": ["DaemonSet/kube-system/nccl-rdma-installer"]}
   host-access-only-where-allowed {"allowedHostAccess": ["DaemonSet/kube-system/nccl-rdma-installer"]}
   pods-run-restricted       {"allowedUnrestricted": ["DaemonSet/kube-system/nccl-rdma-installer"]}
-  service-account-token-only-where-needed {"allowedApiToken": ["DaemonSet/kube-system/nccl-rdma-installer"]}
-  (each list names Kind/namespace/name and replaces the default, the NCCL installer: an accepted risk)
+  service-account-token-only-where-needed {"allowedApiToken": []}
+  (each list names Kind/namespace/name and replaces the default, the NCCL installer: an accepted risk,
+  exempt only in its shape, components/facts/host_workloads.py)
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ HOST_ACCESS_CONFIG = workload_list_config(
 UNRESTRICTED_CONFIG = workload_list_config(
     "allowedUnrestricted", "add capabilities, escalate privileges, run as root or without seccomp"
 )
-API_TOKEN_CONFIG = workload_list_config("allowedApiToken", "mount a Kubernetes API token")
+API_TOKEN_CONFIG = workload_list_config("allowedApiToken", "mount a Kubernetes API token", default=())
 BUDGET_CONFIG = PolicyConfigSchema(
     properties={
         "maxUsdPerHour": {

@@ -24,8 +24,13 @@ _POD_SPEC_PATHS = {
     "StatefulSet": ("spec.template.spec",),
     "DaemonSet": ("spec.template.spec",),
     "ReplicaSet": ("spec.template.spec",),
+    "ReplicationController": ("spec.template.spec",),
+    "PodTemplate": ("template.spec",),
     "CronJob": ("spec.jobTemplate.spec.template.spec",),
+    "RayJob": ("spec.submitterPodTemplate.spec",),  # the submitter KubeRay runs beside the RayJob's cluster
 }
+# pulumi-kubernetes' server-side-apply patch of each kind (`DaemonSetPatch`, ...) takes the same fields.
+PATCH_SUFFIX = "Patch"
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 BATCH_KINDS = ("Job", "RayJob", "JobSet")
 
@@ -58,7 +63,8 @@ def ray_cluster_spec(kind: str, props: Any) -> Any:
 
 
 def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
-    """Every pod spec the object would create, with where it sits."""
+    """Every pod spec the object would create (or a patch of it would set), with where it sits."""
+    kind = kind.removesuffix(PATCH_SUFFIX)
     templates: list[PodTemplate] = []
     for path in _POD_SPEC_PATHS.get(kind, ()):
         spec = lookup(props, path)
@@ -82,7 +88,8 @@ def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
 
 
 def containers(pod_spec: Any) -> list[Any]:
-    return items(pod_spec, "containers") + items(pod_spec, "initContainers")
+    """Every container a pod runs: its own, its init containers and any ephemeral (debug) ones."""
+    return items(pod_spec, "containers") + items(pod_spec, "initContainers") + items(pod_spec, "ephemeralContainers")
 
 
 def accelerator_requests(pod_spec: Any) -> dict[str, float]:

@@ -29,10 +29,11 @@ from components.facts.gke import (
     TOPOLOGY_BLOCK_LABEL,
     WORKLOAD_LABEL,
 )
+from components.facts.host_workloads import HOST_GIB_DIR, HOST_NVIDIA_DIR
 from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_parts import DATA_MOUNT, accelerator_toleration, data_mount, data_volume, trainer_pod
 from components.jobs.pod_security import container_security, snake
-from components.kube.rdma import HOST_GIB_DIR, HOST_NVIDIA_DIR, pod_interfaces
+from components.kube.rdma import pod_interfaces
 from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
 from components.kube.workload_target import WorkloadTarget

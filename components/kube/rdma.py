@@ -15,13 +15,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig
-from components.facts import gke, gpu_software, topology
+from components.facts import gke, topology
+from components.facts.host_workloads import NCCL_INSTALLER, PAUSE_USER
 from components.infra.network import Networks, NodeNetwork
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
-PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
-HOST_GIB_DIR = "/home/kubernetes/bin/gib"
 
 
 def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[topology.GpuMachine]:
@@ -95,15 +93,25 @@ class Rdma(pulumi.ComponentResource):
         return [params, network]
 
     def _installer(self, accelerators: list[str]) -> k8s.apps.v1.DaemonSet:
-        labels = {"k8s-app": gke.NCCL_INSTALLER_NAME}
-        host_paths = {"library-dir-host": f"{HOST_NVIDIA_DIR}/lib64", "gib": HOST_GIB_DIR}
+        shape = NCCL_INSTALLER
+        labels = {"k8s-app": shape.name}
+        account = k8s.core.v1.ServiceAccount(
+            shape.service_account,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=shape.service_account, namespace=shape.namespace, labels=labels),
+            automount_service_account_token=False,
+            opts=self._opts,
+        )
         install = (
             "set -ex\n/scripts/container_entry.sh install\n"
             "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
             "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
         )
+        gib_image, pause_image = shape.images
         pod = k8s.core.v1.PodSpecArgs(
             priority_class_name="system-node-critical",
+            # Its own account, bound to nothing, and no token: copying files calls no API.
+            service_account_name=shape.service_account,
+            automount_service_account_token=False,
             affinity=k8s.core.v1.AffinityArgs(
                 node_affinity=k8s.core.v1.NodeAffinityArgs(
                     required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
@@ -124,39 +132,55 @@ class Rdma(pulumi.ComponentResource):
                 k8s.core.v1.TolerationArgs(key=key, operator="Exists", effect=effect)
                 for key, _, effect in (gke.GPU_TAINT, gke.QUEUED_TAINT)
             ],
-            host_network=True,
-            host_pid=True,
+            host_network="hostNetwork" in shape.host_namespaces,
+            host_pid="hostPID" in shape.host_namespaces,
             volumes=[
                 k8s.core.v1.VolumeArgs(
                     name=volume, host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=path, type="DirectoryOrCreate")
                 )
-                for volume, path in host_paths.items()
+                for volume, path in shape.host_paths.items()
             ],
             init_containers=[
                 k8s.core.v1.ContainerArgs(
-                    name=gke.NCCL_INSTALLER_NAME,
-                    image=gpu_software.GIB.reference,
+                    name=shape.privileged_container,
+                    image=gib_image,
                     command=["/bin/sh", "-c"],
                     args=[install],
                     resources=k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": "150m"}),
                     security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
                     volume_mounts=[
                         k8s.core.v1.VolumeMountArgs(name=volume, mount_path=f"/usr/local{path}")
-                        for volume, path in host_paths.items()
+                        for volume, path in shape.host_paths.items()
                     ],
                 )
             ],
-            containers=[k8s.core.v1.ContainerArgs(name="pause", image=PAUSE_IMAGE)],
+            containers=[_pause_container(pause_image)],
         )
         return k8s.apps.v1.DaemonSet(
-            gke.NCCL_INSTALLER_NAME,
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=gke.NCCL_INSTALLER_NAME, namespace=gke.NCCL_INSTALLER_NAMESPACE, labels=labels
-            ),
+            shape.name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=shape.name, namespace=shape.namespace, labels=labels),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
                 template=k8s.core.v1.PodTemplateSpecArgs(metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=pod),
             ),
-            opts=self._opts,
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(depends_on=[account])),
         )
+
+
+def _pause_container(image: str) -> k8s.core.v1.ContainerArgs:
+    """The container that keeps the installer's pod running once its init container has copied the files: the
+    restricted profile's settings, none of the host."""
+    return k8s.core.v1.ContainerArgs(
+        name="pause",
+        image=image,
+        resources=k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": "10m", "memory": "16Mi"}),
+        security_context=k8s.core.v1.SecurityContextArgs(
+            run_as_user=PAUSE_USER,
+            run_as_non_root=True,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=True,
+            capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+        ),
+    )

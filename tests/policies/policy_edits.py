@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from components.facts.host_workloads import NCCL_INSTALLER
 from tests.helpers import policy_stacks as fx
 
 GPU_POOL, SLICE, SYSTEM = "gpu-nodepool-dws", "v6e-16-0", "system"
@@ -86,16 +87,29 @@ def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
 
 
 def installer(**pod: Any) -> dict[str, Any]:
-    """The NCCL installer as the stack writes it: a DaemonSet in kube-system with hostPID and hostNetwork."""
-    deployment = plain_deployment(hostNetwork=True, hostPID=True, **pod)
-    daemon_set = {
-        **deployment,
-        "type": "kubernetes:apps/v1:DaemonSet",
-        "urn": deployment["urn"].replace("apps/v1:Deployment", "apps/v1:DaemonSet"),
+    """The NCCL installer DaemonSet in its shape (components/facts/host_workloads.py), with `pod`'s fields over it."""
+    shape = NCCL_INSTALLER
+    gib_image, pause_image = shape.images
+    spec = {
+        "serviceAccountName": shape.service_account,
+        "automountServiceAccountToken": False,
+        **{field: True for field in shape.host_namespaces},
+        "volumes": [{"name": name, "hostPath": {"path": path}} for name, path in shape.host_paths.items()],
+        "initContainers": [
+            {
+                "name": shape.privileged_container,
+                "image": gib_image,
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {"name": name, "mountPath": f"/usr/local{path}"} for name, path in shape.host_paths.items()
+                ],
+            }
+        ],
+        "containers": [{"name": "pause", "image": pause_image, "securityContext": dict(fx.CONTAINER_SECURITY)}],
+        **pod,
     }
-    daemon_set = fx.changed(daemon_set, "kind", "DaemonSet")
-    daemon_set = fx.changed(daemon_set, "metadata.name", "nccl-rdma-installer")
-    return fx.changed(daemon_set, "metadata.namespace", "kube-system")
+    body = {"spec": {"selector": {"matchLabels": {"k8s-app": shape.name}}, "template": {"spec": spec}}}
+    return kube_object("apps/v1", shape.kind, shape.name, body, namespace=shape.namespace)()
 
 
 def cpu_job(**spec: Any) -> dict[str, Any]:

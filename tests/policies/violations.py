@@ -26,7 +26,9 @@ from tests.policies.policy_edits import (
 from tests.policies.violations_hardening import (
     ADDRESS_CASES,
     HOST_AND_PORT_CASES,
+    HOST_WORKLOAD_CASES,
     IDENTITY_CASES,
+    POD_KIND_CASES,
     POD_SECURITY_CASES,
     REGISTRY_CASES,
     SECRET_CASES,
@@ -428,6 +430,8 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     ),
     *POD_SECURITY_CASES,
     *HOST_AND_PORT_CASES,
+    *HOST_WORKLOAD_CASES,
+    *POD_KIND_CASES,
     *IDENTITY_CASES,
     *REGISTRY_CASES,
     *ADDRESS_CASES,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tests.helpers import policy_stacks as fx
 from tests.policies.policy_edits import (
@@ -11,6 +12,7 @@ from tests.policies.policy_edits import (
     container_edit,
     edit,
     iam,
+    installer,
     kube_object,
     plain_deployment,
     public_endpoint,
@@ -106,6 +108,96 @@ def _read_only_host_path(path: str) -> Callable[[], Stack]:
         )
     )
 
+
+def _installer_with(path: str, value: object) -> Callable[[], Stack]:
+    """The NCCL installer, in its shape but for one field of its pod spec."""
+    return add(lambda: fx.changed(installer(), f"spec.template.spec.{path}", value))
+
+
+PRIVILEGE_AND_HOST = {"privileged-only-where-allowed", "host-access-only-where-allowed"}
+# The installer's name exempts only its shape (components/facts/host_workloads.py): each edit outside it is judged.
+HOST_WORKLOAD_CASES: list[Case] = [
+    (
+        "the NCCL installer's init container runs another image",
+        _installer_with("initContainers.0.image", "busybox:1.37.0"),
+        PRIVILEGE_AND_HOST,
+    ),
+    ("the NCCL installer with hostIPC too", _installer_with("hostIPC", True), PRIVILEGE_AND_HOST),
+    ("the NCCL installer mounts the node's root", _installer_with("volumes.0.hostPath.path", "/"), PRIVILEGE_AND_HOST),
+    (
+        "the NCCL installer's pause container privileged",
+        _installer_with("containers.0.securityContext.privileged", True),
+        PRIVILEGE_AND_HOST,
+    ),
+    (
+        "the NCCL installer's pause container adds SYS_ADMIN",
+        _installer_with("containers.0.securityContext.capabilities.add", ["SYS_ADMIN"]),
+        PRIVILEGE_AND_HOST | RESTRICTED,
+    ),
+    (
+        "the NCCL installer mounts its API token",
+        _installer_with("automountServiceAccountToken", fx.DELETE),
+        PRIVILEGE_AND_HOST | {"service-account-token-only-where-needed"},
+    ),
+    (
+        "the NCCL installer runs as another account",
+        _installer_with("serviceAccountName", "default"),
+        PRIVILEGE_AND_HOST,
+    ),
+]
+
+
+def _privileged_pod(api_version: str, kind: str, path: str, **pod: Any) -> Callable[[], Stack]:
+    """A `kind` whose pod template (at `path`) runs a privileged container on the host's network."""
+    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": {"privileged": True}}
+    spec = fx.contained({"containers": [container], "hostNetwork": True, **pod})
+    return add(lambda: fx.changed(kube_object(api_version, kind, "web", {})(), path, spec))
+
+
+# Every kind that carries a pod template is read, a server-side-apply patch of one too.
+POD_KIND_CASES: list[Case] = [
+    (
+        "a privileged ReplicationController",
+        _privileged_pod("v1", "ReplicationController", "spec.template.spec"),
+        PRIVILEGE_AND_HOST,
+    ),
+    ("a privileged PodTemplate", _privileged_pod("v1", "PodTemplate", "template.spec"), PRIVILEGE_AND_HOST),
+    (
+        "a DaemonSetPatch that makes a pod privileged",
+        _privileged_pod("apps/v1", "DaemonSetPatch", "spec.template.spec"),
+        PRIVILEGE_AND_HOST,
+    ),
+    (
+        "a RayJob's submitter pod privileged",
+        edit(
+            "maxtext",
+            "spec.submitterPodTemplate",
+            {
+                "spec": fx.contained(
+                    {
+                        "containers": [
+                            {
+                                "name": "submit",
+                                "image": "rayproject/ray:2.60.0",
+                                "securityContext": {"privileged": True},
+                            }
+                        ]
+                    }
+                )
+            },
+        ),
+        {"privileged-only-where-allowed"},
+    ),
+    (
+        "an ephemeral debug container, privileged",
+        edit(
+            "fsdp-finetune",
+            "spec.template.spec.ephemeralContainers",
+            [{"name": "debug", "image": "busybox:1.37.0", "securityContext": {"privileged": True}}],
+        ),
+        {"privileged-only-where-allowed"},
+    ),
+]
 
 HOST_AND_PORT_CASES: list[Case] = [
     ("read-only hostPath of /", _read_only_host_path("/"), {"host-access-only-where-allowed"}),

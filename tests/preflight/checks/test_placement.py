@@ -65,7 +65,7 @@ def test_too_much_memory_names_the_closest_pool(plan_with):
     assert re.match(
         r"Job trainyard/llama31-70b-fsdp-[0-9a-f]{6}: container trainer requests memory 4000\.00 GiB", problem
     )
-    assert "closest pool gpu-nodepool-dws (a4-highgpu-8g) has 3881.78 GiB allocatable" in problem
+    assert "closest pool gpu-nodepool-dws (a4-highgpu-8g) has 3881.77 GiB allocatable" in problem
 
 
 def run_with(plan, kind: str, name: str, edit) -> list[str]:

@@ -1,0 +1,55 @@
+"""The workloads the stack runs with the node's privileges on purpose, each as the exact shape it may take.
+
+One today: the NCCL gIB installer, a DaemonSet that copies the gIB plugin and its NCCL libraries onto every A4
+node, where each GPU job mounts them read-only. The program builds it from this record
+(components/kube/rdma.py) and the policy pack exempts it from the pod rules only while it keeps this shape
+(policies/allow_lists.py): the same name with another image, host path, host namespace, privileged container,
+added capability or a mounted API token is judged as any other workload. docs/security.md says what it keeps
+and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.facts import gke, gpu_software
+
+# GKE's pause image, as Google's own installer DaemonSet runs it after its init container.
+PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+# Where GKE's GPU nodes keep the NVIDIA libraries, and where the installer puts the gIB plugin.
+HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+HOST_GIB_DIR = "/home/kubernetes/bin/gib"
+HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
+PAUSE_USER = 65535  # the pause image's nobody
+
+
+@dataclass(frozen=True)
+class HostWorkload:
+    kind: str
+    namespace: str
+    name: str
+    service_account: str  # its own, with no binding and no token mounted
+    host_namespaces: tuple[str, ...]
+    host_paths: dict[str, str]  # volume name -> host path; the privileged container writes them
+    privileged_container: str
+    images: tuple[str, ...]
+
+    @property
+    def ref(self) -> str:
+        """`Kind/namespace/name`, as the pack config's allow-lists name workloads."""
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+NCCL_INSTALLER = HostWorkload(
+    kind="DaemonSet",
+    namespace=gke.NCCL_INSTALLER_NAMESPACE,
+    name=gke.NCCL_INSTALLER_NAME,
+    service_account=gke.NCCL_INSTALLER_NAME,
+    # Google's installer manifest runs with both; its install script is inside the image and undocumented, so they
+    # stay until it is read or tried on an A4 node (docs/security.md: accepted risks).
+    host_namespaces=("hostNetwork", "hostPID"),
+    host_paths={"library-dir-host": f"{HOST_NVIDIA_DIR}/lib64", "gib": HOST_GIB_DIR},
+    privileged_container=gke.NCCL_INSTALLER_NAME,
+    images=(gpu_software.GIB.reference, PAUSE_IMAGE),
+)
+HOST_WORKLOADS = {workload.ref: workload for workload in (NCCL_INSTALLER,)}
