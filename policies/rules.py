@@ -42,6 +42,7 @@ from policies import (
     kueue_rules,
     namespace_rules,
     pod_rules,
+    rbac_rules,
     secret_rules,
     stack_rules,
 )
@@ -217,6 +218,8 @@ POLICIES: list[Policy] = [
     resource_policy(pod_rules.pods_run_restricted, config=UNRESTRICTED_CONFIG),
     stack_policy(pod_rules.service_account_token_only_where_needed, config=API_TOKEN_CONFIG),
     resource_policy(identity_rules.no_cluster_admin_bindings),
+    resource_policy(rbac_rules.roles_grant_no_escalation),
+    stack_policy(rbac_rules.bindings_widen_no_role),
     resource_policy(exposure_rules.ray_ports_stay_in_the_cluster),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(kueue_rules.dws_workloads_use_kueue),

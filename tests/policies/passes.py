@@ -23,6 +23,16 @@ from tests.policies.policy_edits import (
     shaped_rayjob,
 )
 
+RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def _binding_body(role_kind: str, role: str, subject_kind: str, subject: str) -> dict[str, Any]:
+    return {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind, "name": subject}],
+    }
+
+
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     (
         "egress rule to anywhere, a deny rule from anywhere, ingress from a network tag or two offices",
@@ -199,6 +209,50 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                 ],
             ),
             installer,
+        ),
+        None,
+    ),
+    (
+        "a Secrets reader bound in one namespace, reading for every signed-in caller, edit in one namespace",
+        add(
+            kube_object(
+                RBAC,
+                "ClusterRole",
+                "secrets-reader",
+                {"rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]},
+                namespace=None,
+            ),
+            kube_object(
+                RBAC,
+                "RoleBinding",
+                "read-secrets",
+                _binding_body("ClusterRole", "secrets-reader", "User", "ci@example.com"),
+            ),
+            kube_object(
+                RBAC,
+                "ClusterRole",
+                "queue-viewer",
+                {
+                    "rules": [
+                        {
+                            "apiGroups": ["kueue.x-k8s.io"],
+                            "resources": ["localqueues"],
+                            "verbs": ["get", "list", "watch"],
+                        }
+                    ]
+                },
+                namespace=None,
+            ),
+            kube_object(
+                RBAC,
+                "ClusterRoleBinding",
+                "everyone-views-queues",
+                _binding_body("ClusterRole", "queue-viewer", "Group", "system:authenticated"),
+                namespace=None,
+            ),
+            kube_object(
+                RBAC, "RoleBinding", "ci-edits", _binding_body("ClusterRole", "edit", "User", "ci@example.com")
+            ),
         ),
         None,
     ),

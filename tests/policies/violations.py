@@ -30,6 +30,7 @@ from tests.policies.violations_hardening import (
     IDENTITY_CASES,
     POD_KIND_CASES,
     POD_SECURITY_CASES,
+    RBAC_CASES,
     REGISTRY_CASES,
     SECRET_CASES,
 )
@@ -432,6 +433,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     *HOST_AND_PORT_CASES,
     *HOST_WORKLOAD_CASES,
     *POD_KIND_CASES,
+    *RBAC_CASES,
     *IDENTITY_CASES,
     *REGISTRY_CASES,
     *ADDRESS_CASES,

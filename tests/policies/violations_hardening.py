@@ -301,6 +301,78 @@ IDENTITY_CASES: list[Case] = [
     ),
 ]
 
+RBAC = "rbac.authorization.k8s.io/v1"
+ROLE_RULE = {"roles-grant-no-escalation"}
+BINDING_RULE = {"bindings-widen-no-role"}
+
+
+def _role(kind: str, *rules: tuple[list[str], list[str], list[str]]) -> Callable[[], dict]:
+    """A Role or ClusterRole `probe` with (apiGroups, resources, verbs) rules."""
+    body = {"rules": [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v in rules]}
+    return kube_object(RBAC, kind, "probe", body, namespace="trainyard" if kind == "Role" else None)
+
+
+def _bound(kind: str, role_kind: str, role: str, subject: tuple[str, str]) -> Callable[[], dict]:
+    body = {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject[0], "name": subject[1]}],
+    }
+    return kube_object(RBAC, kind, "probe-binding", body, namespace="trainyard" if kind == "RoleBinding" else None)
+
+
+CI_USER = ("User", "ci@example.com")
+EVERYONE = ("Group", "system:authenticated")
+# Kubernetes RBAC judged by what it grants, not by the role's name (policies/rbac_rules.py).
+RBAC_CASES: list[Case] = [
+    ("a ClusterRole of every verb on every resource", add(_role("ClusterRole", (["*"], ["*"], ["*"]))), ROLE_RULE),
+    ("a Role that may impersonate", add(_role("Role", ([""], ["serviceaccounts"], ["impersonate"]))), ROLE_RULE),
+    (
+        "a ClusterRole that may bind and escalate",
+        add(_role("ClusterRole", (["rbac.authorization.k8s.io"], ["clusterroles"], ["bind", "escalate"]))),
+        ROLE_RULE,
+    ),
+    (
+        "a ClusterRole that mints tokens",
+        add(_role("ClusterRole", ([""], ["serviceaccounts/token"], ["create"]))),
+        ROLE_RULE,
+    ),
+    ("a ClusterRole that reaches the kubelet", add(_role("ClusterRole", ([""], ["nodes/proxy"], ["get"]))), ROLE_RULE),
+    (
+        "a ClusterRolePatch to every verb",
+        add(
+            lambda: (
+                fx.changed(_role("ClusterRole", ([""], ["pods"], ["*"]))(), "kind", "ClusterRolePatch")
+                | {"type": "kubernetes:rbac.authorization.k8s.io/v1:ClusterRolePatch"}
+            )
+        ),
+        ROLE_RULE,
+    ),
+    ("edit bound cluster-wide", add(_bound("ClusterRoleBinding", "ClusterRole", "edit", CI_USER)), BINDING_RULE),
+    (
+        "a Secrets reader bound cluster-wide",
+        add(
+            _role("ClusterRole", ([""], ["secrets"], ["get", "list"])),
+            _bound("ClusterRoleBinding", "ClusterRole", "probe", CI_USER),
+        ),
+        BINDING_RULE,
+    ),
+    (
+        "pod writes for every signed-in caller",
+        add(_role("Role", ([""], ["pods"], ["create"])), _bound("RoleBinding", "Role", "probe", EVERYONE)),
+        BINDING_RULE,
+    ),
+    (
+        "a role the stack does not show, for every service account",
+        add(_bound("RoleBinding", "ClusterRole", "ops", ("Group", "system:serviceaccounts"))),
+        BINDING_RULE,
+    ),
+    (
+        "cluster-admin for every signed-in caller",
+        add(_bound("ClusterRoleBinding", "ClusterRole", "cluster-admin", EVERYONE)),
+        BINDING_RULE | {"no-cluster-admin-bindings"},
+    ),
+]
+
 REGISTRY_WRITER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 REGISTRY_CASES: list[Case] = [
     (
