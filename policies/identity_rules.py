@@ -20,12 +20,20 @@ _IAM_GRANT = re.compile(r"iam(member|binding|policy):", re.IGNORECASE)
 _SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:key"
 # Roles that control other identities or a whole service (docs/cloud-facts.md: IAM roles that hand over identities).
 TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
+WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 IDENTITY_ROLES = (
     TOKEN_CREATOR,
     "roles/iam.serviceAccountUser",
-    "roles/iam.workloadIdentityUser",
+    WORKLOAD_IDENTITY_USER,
     "roles/iam.serviceAccountKeyAdmin",
+    "roles/iam.serviceAccountOpenIdTokenCreator",
 )
+# A predefined role that administers or owns its service, by its id: `*.admin`, `*Admin`, `instanceAdmin.v1`,
+# `legacyBucketOwner`, `dataOwner` (a suffix test missed the versioned and owner ones).
+_ADMIN_LIKE = re.compile(r"(admin|owner)", re.IGNORECASE)
+# One Kubernetes service account or one federated subject: the members Workload Identity User may name.
+_ONE_WORKLOAD = re.compile(r"^(principal://.+/subject/.+|serviceAccount:[a-z0-9-]+\.svc\.id\.goog\[[^*\]]+/[^*\]]+\])$")
+_KUBERNETES_WORKLOAD = re.compile(r"(\.svc\.id\.goog\[|/subject/ns/)")
 _BROAD_MEMBER_PREFIXES = ("domain:", "group:", "principalSet:")
 _BUCKET_GRANT = re.compile(r"^gcp:storage/bucketIAM", re.IGNORECASE)
 # principalSet://iam.googleapis.com/projects/N/locations/global/workloadIdentityPools/POOL/* (every identity of the
@@ -77,7 +85,7 @@ def no_sensitive_roles_for_broad_members(args: ResourceValidationArgs, report_vi
     principal set lets anyone in it act as the service or as other identities.
     """
     for role, member in _iam_grants(args):
-        sensitive = role.endswith((".admin", "Admin")) or role in IDENTITY_ROLES
+        sensitive = is_admin_like(role) or role in IDENTITY_ROLES
         if sensitive and str(member).startswith(_BROAD_MEMBER_PREFIXES):
             report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
 
@@ -119,8 +127,40 @@ def no_admin_or_token_creator_roles(args: ResourceValidationArgs, report_violati
     Grant those outside the stack, to people, with review. (Owner and editor are no-basic-roles.)
     """
     for role, member in _iam_grants(args):
-        if role == TOKEN_CREATOR or role.endswith((".admin", "Admin")):
+        if role == TOKEN_CREATOR or is_admin_like(role):
             report_violation(f"{args.resource_type} '{args.name}' grants {role} to {member}.", None)
+
+
+def is_admin_like(role: str) -> bool:
+    """A predefined role that administers or owns its service (basic roles have their own rule)."""
+    return role.startswith("roles/") and role not in BASIC_ROLES and bool(_ADMIN_LIKE.search(role))
+
+
+def identity_roles_name_one_workload(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Identity roles only as Workload Identity User, to one workload, and never a workload on the deploy account.
+
+    Service Account User lets its holder run anything as the account (attach it to a VM, a pool, a job); OpenID
+    token creator mints its identity tokens; both are becoming the account, whoever holds them. Workload Identity
+    User is how one Kubernetes service account or one CI subject acts as one Google account: it names that one
+    principal, and the deploy account's (which writes project IAM: owner-equivalent) goes to CI's subject only,
+    never to a pod, or a trainer could mint the deploy account's tokens. (Token creator and key admin are
+    no-admin-or-token-creator-roles'.)
+    """
+    deploy_account = f"{DEPLOY_ACCOUNT_ID}@" in str(lookup(args.props, "serviceAccountId") or "")
+    for role, member in _iam_grants(args):
+        if role not in IDENTITY_ROLES or role == TOKEN_CREATOR or is_admin_like(role):
+            continue
+        grant = f"{args.resource_type} '{args.name}' grants {role} to {member}"
+        if role != WORKLOAD_IDENTITY_USER:
+            report_violation(
+                f"{grant}: its holder acts as the account; use Workload Identity User for one workload.", None
+            )
+        elif not _ONE_WORKLOAD.match(member):
+            report_violation(
+                f"{grant}: name one workload (principal://.../subject/..., or PROJECT.svc.id.goog[NS/SA]).", None
+            )
+        elif deploy_account and _KUBERNETES_WORKLOAD.search(member):
+            report_violation(f"{grant} on the deploy account: a pod would hold the deploy account's tokens.", None)
 
 
 def no_pool_wide_grants(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

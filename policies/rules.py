@@ -208,6 +208,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
     resource_policy(identity_rules.no_sensitive_roles_for_broad_members),
     resource_policy(identity_rules.no_admin_or_token_creator_roles),
+    resource_policy(identity_rules.identity_roles_name_one_workload),
     resource_policy(identity_rules.no_pool_wide_grants),
     resource_policy(identity_rules.registry_writes_only_by_the_deploy_account),
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),

@@ -256,6 +256,25 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         ),
         None,
     ),
+    (
+        "the trainer's Kubernetes account made its own Google account; CI's subject made the deploy account",
+        add(
+            iam(
+                "gcp:serviceaccount/iAMMember:IAMMember",
+                serviceAccountId="projects/trainyard-dev/serviceAccounts/trainer@trainyard-dev.iam.gserviceaccount.com",
+                role="roles/iam.workloadIdentityUser",
+                member="serviceAccount:trainyard-dev.svc.id.goog[trainyard/trainyard-runner]",
+            ),
+            iam(
+                "gcp:serviceaccount/iAMMember:IAMMember",
+                serviceAccountId="projects/trainyard-dev/serviceAccounts/trainyard-deploy@trainyard-dev.iam.gserviceaccount.com",
+                role="roles/iam.workloadIdentityUser",
+                member="principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/github-actions/"
+                "subject/repo:example/trainyard:environment:dev",
+            ),
+        ),
+        None,
+    ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
     (

@@ -373,6 +373,80 @@ RBAC_CASES: list[Case] = [
     ),
 ]
 
+SA_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
+DEPLOY_ACCOUNT = "projects/trainyard-dev/serviceAccounts/trainyard-deploy@trainyard-dev.iam.gserviceaccount.com"
+TRAINER_PRINCIPAL = (
+    "principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/trainyard-dev.svc.id.goog/"
+    "subject/ns/trainyard/sa/trainyard-runner"
+)
+IDENTITY_RULE = {"identity-roles-name-one-workload"}
+ADMIN_RULE = {"no-admin-or-token-creator-roles"}
+# IAM judged by what the role lets its holder do: act as an account, or administer a service.
+IAM_EFFECT_CASES: list[Case] = [
+    (
+        "Service Account User to one account",
+        add(
+            iam(
+                SA_MEMBER,
+                role="roles/iam.serviceAccountUser",
+                member="serviceAccount:ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        IDENTITY_RULE,
+    ),
+    (
+        "OpenID token creator to one account",
+        add(
+            iam(
+                SA_MEMBER,
+                role="roles/iam.serviceAccountOpenIdTokenCreator",
+                member="serviceAccount:ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        IDENTITY_RULE,
+    ),
+    (
+        "Workload Identity User to a Google account, not a workload",
+        add(iam(SA_MEMBER, role="roles/iam.workloadIdentityUser", member="user:someone@example.com")),
+        IDENTITY_RULE,
+    ),
+    (
+        "a trainer made the deploy account",
+        add(
+            iam(
+                SA_MEMBER,
+                serviceAccountId=DEPLOY_ACCOUNT,
+                role="roles/iam.workloadIdentityUser",
+                member=TRAINER_PRINCIPAL,
+            )
+        ),
+        IDENTITY_RULE,
+    ),
+    (
+        "a versioned admin role (compute.instanceAdmin.v1)",
+        add(
+            iam(
+                "gcp:projects/iAMMember:IAMMember",
+                role="roles/compute.instanceAdmin.v1",
+                member="serviceAccount:ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        ADMIN_RULE,
+    ),
+    (
+        "an owner role on the bucket (legacyBucketOwner)",
+        add(
+            iam(
+                "gcp:storage/bucketIAMMember:BucketIAMMember",
+                bucket="trainyard-dev-data",
+                role="roles/storage.legacyBucketOwner",
+                member="serviceAccount:ci@trainyard-dev.iam.gserviceaccount.com",
+            )
+        ),
+        ADMIN_RULE,
+    ),
+]
+
 REGISTRY_WRITER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 REGISTRY_CASES: list[Case] = [
     (
