@@ -231,6 +231,7 @@ POLICIES: list[Policy] = [
     stack_policy(kueue_rules.topology_requests_name_a_level),
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
     stack_policy(namespace_rules.workload_namespaces_deny_by_default),
+    stack_policy(namespace_rules.workload_pods_admission_enforced),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),

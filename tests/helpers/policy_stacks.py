@@ -392,6 +392,25 @@ def default_deny(namespace: str = "trainyard") -> dict[str, Any]:
     )
 
 
+def pod_admission(namespace: str = "trainyard") -> list[dict[str, Any]]:
+    """The pods' ValidatingAdmissionPolicy and its Deny binding to the namespace (components/kube/pod_admission.py)."""
+    api = "admissionregistration.k8s.io/v1"
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}]
+    policy = {
+        "matchConstraints": {"resourceRules": rules},
+        "validations": [{"expression": "true", "message": "trainyard workloads"}],
+    }
+    binding = {
+        "policyName": "trainyard-workload-pods",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+    }
+    return [
+        _kube(api, "ValidatingAdmissionPolicy", "trainyard-workload-pods", policy, namespace=None),
+        _kube(api, "ValidatingAdmissionPolicyBinding", "trainyard-workload-pods-binding", binding, namespace=None),
+    ]
+
+
 def good_stack() -> list[dict[str, Any]]:
     """A dev-like stack (2 x v6e-16, one A4 DWS pool, Kueue, MaxText RayJob, FSDP Job) that passes every rule."""
     return [
@@ -406,6 +425,7 @@ def good_stack() -> list[dict[str, Any]]:
         bucket_member(),
         *kueue_objects(),
         default_deny(),
+        *pod_admission(),
         fsdp_job(),
         maxtext_rayjob(),
     ]

@@ -275,6 +275,81 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         ),
         None,
     ),
+    (
+        "the dev stack's allow policies: internet egress without the cluster's ranges, DNS, the namespace, Ray's head",
+        add(
+            kube_object(
+                "networking.k8s.io/v1",
+                "NetworkPolicy",
+                "egress-out",
+                {
+                    "spec": {
+                        "podSelector": {},
+                        "policyTypes": ["Egress"],
+                        "egress": [
+                            {
+                                "to": [
+                                    {
+                                        "ipBlock": {
+                                            "cidr": "0.0.0.0/0",
+                                            "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"],
+                                        }
+                                    }
+                                ]
+                            },
+                            {
+                                "to": [
+                                    {
+                                        "namespaceSelector": {
+                                            "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                                        },
+                                        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                                    }
+                                ],
+                                "ports": [{"port": 53.0}],
+                            },
+                        ],
+                    }
+                },
+            ),
+            kube_object(
+                "networking.k8s.io/v1",
+                "NetworkPolicy",
+                "within",
+                {
+                    "spec": {
+                        "podSelector": {},
+                        "ingress": [{"from": [{"podSelector": {}}]}],
+                        "egress": [{"to": [{"podSelector": {}}]}],
+                    }
+                },
+            ),
+            kube_object(
+                "networking.k8s.io/v1",
+                "NetworkPolicy",
+                "ray-head",
+                {
+                    "spec": {
+                        "podSelector": {"matchLabels": {"ray.io/node-type": "head"}},
+                        "ingress": [
+                            {
+                                "from": [
+                                    {"podSelector": {}},
+                                    {
+                                        "namespaceSelector": {
+                                            "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                                        }
+                                    },
+                                ],
+                                "ports": [{"port": 8265.0}],
+                            }
+                        ],
+                    }
+                },
+            ),
+        ),
+        None,
+    ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
     (

@@ -373,6 +373,59 @@ RBAC_CASES: list[Case] = [
     ),
 ]
 
+DENY_RULE = {"workload-namespaces-deny-by-default"}
+ADMISSION_RULE = {"workload-pods-admission-enforced"}
+
+
+def _network_policy(name: str, **spec: Any) -> Callable[[], dict]:
+    return kube_object("networking.k8s.io/v1", "NetworkPolicy", name, {"spec": {"podSelector": {}, **spec}})
+
+
+# What undoes the namespace's default-deny, and what takes run-time pods out of admission.
+NAMESPACE_CASES: list[Case] = [
+    (
+        "an allow-all ingress policy beside default-deny",
+        add(_network_policy("allow-all", policyTypes=["Ingress"], ingress=[{}])),
+        DENY_RULE,
+    ),
+    (
+        "ingress from every namespace",
+        add(_network_policy("from-anywhere", ingress=[{"from": [{"namespaceSelector": {}}]}])),
+        DENY_RULE,
+    ),
+    (
+        "ingress from 0.0.0.0/0 on the Ray port",
+        add(
+            _network_policy(
+                "ray-open", ingress=[{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 8265.0}]}]
+            )
+        ),
+        DENY_RULE,
+    ),
+    (
+        "egress everywhere on every port",
+        add(
+            _network_policy("egress-all", policyTypes=["Egress"], egress=[{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
+        ),
+        DENY_RULE,
+    ),
+    ("the pods' ValidatingAdmissionPolicy removed", without("trainyard-workload-pods"), ADMISSION_RULE),
+    (
+        "its binding only audits",
+        edit("trainyard-workload-pods-binding", "spec.validationActions", ["Audit"]),
+        ADMISSION_RULE,
+    ),
+    (
+        "its binding names another namespace",
+        edit(
+            "trainyard-workload-pods-binding",
+            "spec.matchResources.namespaceSelector.matchLabels",
+            {"kubernetes.io/metadata.name": "default"},
+        ),
+        ADMISSION_RULE,
+    ),
+]
+
 SA_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
 DEPLOY_ACCOUNT = "projects/trainyard-dev/serviceAccounts/trainyard-deploy@trainyard-dev.iam.gserviceaccount.com"
 TRAINER_PRINCIPAL = (
