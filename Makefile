@@ -10,7 +10,7 @@ PREFLIGHT_FLAGS ?=
 # (tests/components/jobs/test_k8s_runtime.py runs the rendered commands in them).
 TEST_TARGETS :=
 
-.PHONY: preflight plan diff forecast catalog stack-schema test test-infra lint schemas train-local docs
+.PHONY: preflight plan diff forecast catalog stack-schema test test-infra lint schemas train-local docs lock
 
 TRAINYARD := $(VENV)/bin/trainyard
 # pip's own progress (each package, download bars) on a terminal; one line per step in logs and CI. The terminal is
@@ -19,15 +19,18 @@ TRAINYARD := $(VENV)/bin/trainyard
 PIP_PROGRESS = if [ -t 1 ]; then progress=; else progress=--quiet; fi;
 # A long command's output under a spinner with the time each step has taken (cli/spinner.py; a terminal only).
 WITH_SPINNER = $(VENV)/bin/python -m cli.spinner
+# CI sets LOCKED=1: each venv installs the hash-locked copy of its requirements file (`make lock` writes them), and
+# pip refuses any file whose sha256 the lock does not list. Use: pip install $(call requirements,FILE.txt)
+requirements = $(if $(LOCKED),--require-hashes -r $(1:.txt=.lock),-r $(1))
 
 $(VENV)/.preflight: requirements.txt requirements-preflight.txt policies/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "trainyard needs Python >= 3.12 (set PYTHON=python3.12)")'
 	@echo "make: [1/3] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "make: [2/3] upgrading pip in $(VENV)"
-	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(if $(LOCKED),@echo "make: LOCKED: keeping the venv's own pip (an upgrade would fetch a file no lock lists)",$(VENV)/bin/pip install --quiet --upgrade pip)
 	@echo "make: [3/3] installing requirements-preflight.txt (Pulumi, providers, checks: 1-2 min the first time)"
-	$(PIP_PROGRESS) $(VENV)/bin/pip install $$progress -r requirements-preflight.txt
+	$(PIP_PROGRESS) $(VENV)/bin/pip install $$progress $(call requirements,requirements-preflight.txt)
 	touch $@
 
 # The `trainyard` command (pyproject.toml: [project.scripts]), an editable install that copies nothing: it runs
@@ -37,8 +40,28 @@ $(TRAINYARD): $(VENV)/.preflight pyproject.toml
 	touch $@
 
 $(VENV)/.dev: $(TRAINYARD) requirements-dev.txt
-	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	$(VENV)/bin/pip install --quiet $(call requirements,requirements-dev.txt)
 	touch $@
+
+# The hash-locked requirements CI installs: every package each file brings, at one version across the four locks
+# (the dev lock resolves first and constrains the others), with the sha256 of each of its files on PyPI. Run after
+# changing a pin; tests/github/test_requirement_locks.py fails while a lock disagrees with its file. Resolved for
+# this machine's Python (3.12, like CI) from PyPI alone: a local pip config (mirrors, wheel folders) is ignored.
+LOCK_VENV := .venv-lock
+FROM_PYPI := env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null
+PIP_COMPILE = $(FROM_PYPI) $(LOCK_VENV)/bin/pip-compile --quiet --allow-unsafe --generate-hashes --strip-extras \
+	--no-emit-index-url --no-emit-find-links
+
+$(LOCK_VENV)/.installed:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(FROM_PYPI) $(LOCK_VENV)/bin/pip install --quiet pip==26.3 pip-tools==7.6.2
+	touch $@
+
+lock: $(LOCK_VENV)/.installed
+	$(PIP_COMPILE) --output-file=requirements-dev.lock requirements-dev.txt
+	$(PIP_COMPILE) --constraint=requirements-dev.lock --output-file=requirements-preflight.lock requirements-preflight.txt
+	$(PIP_COMPILE) --constraint=requirements-dev.lock --output-file=requirements.lock requirements.txt
+	$(PIP_COMPILE) --constraint=requirements-dev.lock --output-file=policies/requirements.lock policies/requirements.txt
 
 # One target per verb (`.venv/bin/trainyard VERB --help` says more): make preflight|plan|forecast [STACK=dev],
 # make diff [BASE=<git revision>] [STACK=dev], make catalog.
