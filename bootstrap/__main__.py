@@ -35,6 +35,7 @@ def ci_identity_args() -> CiIdentityArgs:
     args = CiIdentityArgs(
         project=pulumi.Config("gcp").require("project"),
         repository=config.require("repository"),
+        repository_id=config.get("repositoryId", ""),  # no default: `problems` says how to find it
         **{field: value for field, value in optional.items() if value is not None},
     )
     problems = args.problems(CONFIG)

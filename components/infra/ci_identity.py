@@ -4,15 +4,16 @@ workflows use, and one Workload Identity User binding each, to exactly one GitHu
 GitHub gives a job that names an environment the subject `repo:ORG/REPO:environment:NAME`, and only once the
 environment's protection rules (required reviewers, allowed branches) let the job run. So:
 
-- the provider maps `google.subject` to that subject and admits only tokens of this repository, from the
-  workflow that runs Pulumi (`pulumi.yml`), and of its two environments: the preview one, and the deploy one on
-  the deploy branch (its attribute condition; GCP requires one for GitHub's issuer);
+- the provider maps `google.subject` to that subject and admits only tokens of this repository, known by its
+  numeric id (a name can be freed and registered again by someone else; an id is never reused), from the workflow
+  that runs Pulumi (`pulumi.yml`), and of its two environments: the preview one, and the deploy one on the deploy
+  branch (its attribute condition; GCP requires one for GitHub's issuer);
 - the deploy account's binding names `principal://.../subject/repo:ORG/REPO:environment:dev`, the preview
   account's `.../environment:preview`: one principal each, no principal set, no IAM condition (a service
   account binding's condition cannot read the token's claims; only the provider's can).
 
 No other workflow, branch, fork or environment of the repository becomes either account. The accounts' project
-roles stay outside the code (docs/security.md: CI identities).
+roles stay outside the code (docs/security.md: the deploy account's roles).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ _ID = re.compile(r"^(?!gcp-)[a-z0-9-]{4,32}$")
 SUBJECT_MAX_BYTES = 127
 # What the CEL condition quotes: nothing that needs escaping.
 _REPOSITORY = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
+_REPOSITORY_ID = re.compile(r"^[1-9][0-9]*$")
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _BRANCH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 _WORKFLOW = re.compile(r"^\.github/workflows/[A-Za-z0-9._-]+\.ya?ml$")
@@ -41,6 +43,7 @@ _WORKFLOW = re.compile(r"^\.github/workflows/[A-Za-z0-9._-]+\.ya?ml$")
 class CiIdentityArgs:
     project: str
     repository: str  # ORG/REPO
+    repository_id: str  # GitHub's numeric id of ORG/REPO: the token's `repository_id` claim
     deploy_environment: str = "dev"
     preview_environment: str = "preview"
     deploy_branch: str = "main"
@@ -53,11 +56,11 @@ class CiIdentityArgs:
         return f"repo:{self.repository}:environment:{environment}"
 
     def attribute_condition(self) -> str:
-        """The provider's CEL condition: this repository's Pulumi workflow, in its preview environment or in its
-        deploy environment on the deploy branch."""
+        """The provider's CEL condition: this repository (by id) and its Pulumi workflow, in its preview environment
+        or in its deploy environment on the deploy branch."""
         preview, deploy = self.subject(self.preview_environment), self.subject(self.deploy_environment)
         return (
-            f"assertion.repository == '{self.repository}'"
+            f"assertion.repository_id == '{self.repository_id}'"
             f" && assertion.workflow_ref.startsWith('{self.repository}/{self.workflow}@')"
             f" && (assertion.sub == '{preview}'"
             f" || (assertion.sub == '{deploy}' && assertion.ref == 'refs/heads/{self.deploy_branch}'))"
@@ -67,6 +70,7 @@ class CiIdentityArgs:
         """One line per value IAM or the CEL condition would not take, naming `key.<field>`."""
         checks = [
             ("repository", self.repository, _REPOSITORY, "ORG/REPO"),
+            ("repositoryId", self.repository_id, _REPOSITORY_ID, "digits: `gh api repos/ORG/REPO --jq .id`"),
             ("deployEnvironment", self.deploy_environment, _NAME, "letters, digits, . _ -"),
             ("previewEnvironment", self.preview_environment, _NAME, "letters, digits, . _ -"),
             ("deployBranch", self.deploy_branch, _BRANCH, "a branch name such as main"),
@@ -75,7 +79,7 @@ class CiIdentityArgs:
             ("providerId", self.provider_id, _ID, "4-32 of a-z, 0-9, -, not starting with gcp-"),
         ]
         lines = [
-            f"{key}.{field}: {value!r} is not valid (allowed: {allowed})"
+            f"{key}.{field}: {f'{value!r} is not valid' if value else 'not set'} (allowed: {allowed})"
             for field, value, pattern, allowed in checks
             if not pattern.match(value)
         ]
@@ -123,6 +127,7 @@ class CiIdentity(pulumi.ComponentResource):
             attribute_mapping={
                 "google.subject": "assertion.sub",
                 "attribute.repository": "assertion.repository",
+                "attribute.repository_id": "assertion.repository_id",
                 "attribute.ref": "assertion.ref",
                 "attribute.workflow_ref": "assertion.workflow_ref",
             },

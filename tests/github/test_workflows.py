@@ -137,7 +137,7 @@ def test_the_workflow_runs_where_the_ci_identity_bootstrap_trusts_it():
     the preview environment: the workflow must be that file, with those environments and that branch."""
     from components.infra.ci_identity import CiIdentityArgs
 
-    trusted = CiIdentityArgs(project="p", repository="o/r")
+    trusted = CiIdentityArgs(project="p", repository="o/r", repository_id="1")
     workflow = load(Path(trusted.workflow).name)
     assert (WORKFLOWS / Path(trusted.workflow).name).exists()
     assert workflow["jobs"]["up"]["environment"] == trusted.deploy_environment

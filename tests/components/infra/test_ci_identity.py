@@ -17,6 +17,7 @@ from preflight.engine.plan import plan_stack
 from tests.helpers.plans import PROJECT_DIR
 
 REPOSITORY = "example-org/trainyard"
+REPOSITORY_ID = "123456789"  # bootstrap/Pulumi.example.yaml
 POOL = "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/github-actions"
 PULUMI_YML = f"{REPOSITORY}/.github/workflows/pulumi.yml"
 
@@ -52,18 +53,33 @@ def test_the_provider_maps_the_subject_and_trusts_githubs_issuer():
     inputs = provider["inputs"]
     assert inputs["oidc"] == {"issuerUri": "https://token.actions.githubusercontent.com"}
     assert inputs["attributeMapping"]["google.subject"] == "assertion.sub"
+    assert inputs["attributeMapping"]["attribute.repository_id"] == "assertion.repository_id"
+    assert inputs["attributeCondition"].startswith(f"assertion.repository_id == '{REPOSITORY_ID}' && ")
     assert inputs["workloadIdentityPoolId"] == "github-actions"
 
 
-def token(environment: str | None, ref: str, workflow: str = PULUMI_YML, repository: str = REPOSITORY) -> dict:
-    """GitHub's claims: an environment job's sub names the environment, others the ref or pull_request."""
+def token(
+    environment: str | None,
+    ref: str,
+    workflow: str = PULUMI_YML,
+    repository: str = REPOSITORY,
+    repository_id: str = REPOSITORY_ID,
+) -> dict:
+    """GitHub's claims: an environment job's sub names the environment, others the ref or pull_request; the
+    repository's id is a string of digits."""
     if environment:
         sub = f"repo:{repository}:environment:{environment}"
     elif ref.startswith("refs/pull/"):
         sub = f"repo:{repository}:pull_request"
     else:
         sub = f"repo:{repository}:ref:{ref}"
-    return {"sub": sub, "repository": repository, "ref": ref, "workflow_ref": f"{workflow}@{ref}"}
+    return {
+        "sub": sub,
+        "repository": repository,
+        "repository_id": repository_id,
+        "ref": ref,
+        "workflow_ref": f"{workflow}@{ref}",
+    }
 
 
 def admitted(claims: dict) -> bool:
@@ -84,11 +100,29 @@ def admitted(claims: dict) -> bool:
         (token(None, "refs/pull/7/merge"), False),  # a pull request's job without an environment
         (token("production", "refs/heads/main"), False),  # an environment the bindings do not name
         (
-            token("dev", "refs/heads/main", "fork-org/trainyard/.github/workflows/pulumi.yml", "fork-org/trainyard"),
+            token(
+                "dev",
+                "refs/heads/main",
+                "fork-org/trainyard/.github/workflows/pulumi.yml",
+                "fork-org/trainyard",
+                "987654321",
+            ),
             False,
         ),
+        # The repository deleted and its name taken again: every name matches, the id does not.
+        (token("dev", "refs/heads/main", repository_id="555555555"), False),
     ],
-    ids=["deploy", "preview", "dev-off-main", "other-workflow", "no-environment", "pr", "other-environment", "fork"],
+    ids=[
+        "deploy",
+        "preview",
+        "dev-off-main",
+        "other-workflow",
+        "no-environment",
+        "pr",
+        "other-environment",
+        "fork",
+        "name-taken-again",
+    ],
 )
 def test_the_provider_admits_only_the_pulumi_workflows_two_environments(claims, expected):
     assert admitted(claims) is expected
@@ -99,6 +133,9 @@ def test_the_provider_admits_only_the_pulumi_workflows_two_environments(claims, 
     [
         ({"repository": "example-org"}, ["trainyard-ci.repository", "'example-org'", "ORG/REPO"]),
         ({"repository": "o/r' || true || '"}, ["trainyard-ci.repository"]),  # no CEL injection through the name
+        ({"repository_id": ""}, ["trainyard-ci.repositoryId: not set", "gh api repos/ORG/REPO --jq .id"]),
+        ({"repository_id": "o/r"}, ["trainyard-ci.repositoryId", "'o/r'", "digits"]),
+        ({"repository_id": "1' || true || '"}, ["trainyard-ci.repositoryId"]),  # nor through the id
         ({"deploy_environment": "prod env"}, ["trainyard-ci.deployEnvironment", "'prod env'"]),
         ({"preview_environment": "dev"}, ["trainyard-ci.previewEnvironment", "the deploy environment too"]),
         ({"pool_id": "gcp-pool"}, ["trainyard-ci.poolId", "not starting with gcp-"]),
@@ -107,7 +144,23 @@ def test_the_provider_admits_only_the_pulumi_workflows_two_environments(claims, 
     ],
 )
 def test_a_value_iam_would_not_take_is_one_line_naming_its_key(change, words):
-    args = CiIdentityArgs(**{"project": "p", "repository": REPOSITORY, **change})
+    args = CiIdentityArgs(**{"project": "p", "repository": REPOSITORY, "repository_id": REPOSITORY_ID, **change})
     (line,) = args.problems("trainyard-ci")[:1]
     assert all(word in line for word in words), line
-    assert CiIdentityArgs(project="p", repository=REPOSITORY).problems("trainyard-ci") == []
+    valid = CiIdentityArgs(project="p", repository=REPOSITORY, repository_id=REPOSITORY_ID)
+    assert valid.problems("trainyard-ci") == []
+
+
+def test_the_bootstrap_refuses_to_plan_without_the_repository_id(tmp_path):
+    """The id cannot be derived from the name: a stack file without it stops with the line saying how to find it."""
+    import shutil
+
+    bootstrap = PROJECT_DIR / "bootstrap"
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(bootstrap / name, tmp_path / name)
+    stack = (bootstrap / "Pulumi.example.yaml").read_text()
+    (tmp_path / "Pulumi.example.yaml").write_text(
+        "\n".join(line for line in stack.splitlines() if "repositoryId" not in line)
+    )
+    with pytest.raises(Exception, match=r"trainyard-ci\.repositoryId: not set .*gh api repos/ORG/REPO --jq \.id"):
+        plan_stack("example", tmp_path)
