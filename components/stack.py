@@ -10,7 +10,7 @@ from components.infra.gpu_pools import GpuPools, GpuPoolsArgs
 from components.infra.images import TrainerImages, TrainerImagesArgs
 from components.infra.network import Networks, NetworksArgs, NodeNetwork
 from components.infra.node_identity import NodeIdentities, NodeIdentitiesArgs
-from components.infra.node_pools import PoolPlacement
+from components.infra.node_pools import NodeHardening, PoolPlacement
 from components.infra.storage import Storage, StorageArgs
 from components.infra.tpu_slices import TpuSlices, TpuSlicesArgs
 from components.jobs.ray_workloads import RayWorkloads, RayWorkloadsArgs
@@ -66,6 +66,7 @@ class TrainyardStack(pulumi.ComponentResource):
                 namespace=storage.namespace,
                 service_account=storage.service_account,
                 soft_delete_days=storage.soft_delete_days,
+                data_access_logs=storage.data_access_logs,
             ),
             child,
         )
@@ -110,6 +111,7 @@ class TrainyardStack(pulumi.ComponentResource):
             identities.email.get(role),
             identities.ready.get(role),
             release_channel=config.cluster.in_release_channel,
+            hardening=NodeHardening.of(config.cluster),
         )
 
     def _workloads(self, config: StackConfig, child: pulumi.ResourceOptions) -> None:

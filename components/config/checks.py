@@ -126,7 +126,7 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _zone_problems(config)
     yield from _version_problems(config)
     yield from _control_plane_problems(config)
-    yield from _secrets_key_problems(config)
+    yield from _key_problems(config)
     yield from _tpu_problems(config)
     yield from _gpu_problems(config)
     yield from _pool_name_problems(config)
@@ -183,14 +183,19 @@ def _control_plane_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
 
 
-def _secrets_key_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    location = config.cluster.secrets_key_location
-    if location is not None and location != config.region:
-        yield ConfigProblem(
-            "trainyard:cluster.secretsEncryptionKey",
-            config.cluster.secrets_encryption_key,
-            f"is in {location}; GKE needs a key in the cluster's region (allowed: a key in {config.region})",
-        )
+def _key_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    cluster = config.cluster
+    keys = (
+        ("secretsEncryptionKey", cluster.secrets_encryption_key, cluster.secrets_key_location),
+        ("bootDiskEncryptionKey", cluster.boot_disk_encryption_key, cluster.boot_disk_key_location),
+    )
+    for key, name, location in keys:
+        if location is not None and location != config.region:
+            yield ConfigProblem(
+                f"trainyard:cluster.{key}",
+                name,
+                f"is in {location}; GKE needs a key in the cluster's region (allowed: a key in {config.region})",
+            )
 
 
 def _tpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -23,6 +23,7 @@ from components.config.base import (
     STACK_NAME,
     ZONE,
     ConfigModel,
+    Float,
     Int,
     PinnedImage,
 )
@@ -44,6 +45,8 @@ TpuCapacity = Literal[TPU_CAPACITIES]
 GpuCapacity = Literal[GPU_CAPACITIES]
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
 GpuDriverVersion = Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
+SecurityPosture = Literal["DISABLED", "BASIC", "ENTERPRISE"]
+NatLogs = Literal["ERRORS_ONLY", "TRANSLATIONS_ONLY", "ALL"]
 
 
 class SystemPoolConfig(ConfigModel):
@@ -64,6 +67,11 @@ class AuthorizedNetwork(ConfigModel):
     """What the range is (an office, a VPN); GKE shows it as the block's display name."""
     cidr: Cidr
     """The range, such as 203.0.113.0/24."""
+
+
+def key_location(key: str | None) -> str | None:
+    """The location of a Cloud KMS key's name (projects/P/locations/LOCATION/keyRings/R/cryptoKeys/K)."""
+    return key.split("/")[3] if key else None
 
 
 class ClusterConfig(ConfigModel):
@@ -91,10 +99,31 @@ class ClusterConfig(ConfigModel):
     secrets_encryption_key: str | None = Field(None, pattern=KMS_KEY)
     """A Cloud KMS key in the cluster's region that encrypts Kubernetes Secrets in etcd (application-layer
     secrets encryption); the stack lets GKE's service agent use it. Unset: Google-managed encryption only."""
+    boot_disk_encryption_key: str | None = Field(None, pattern=KMS_KEY)
+    """A Cloud KMS key in the cluster's region that encrypts every node's boot disk (CMEK); the stack lets Compute
+    Engine's service agent use it. Unset: Google-managed encryption."""
+    kubelet_read_only_port: bool | None = None
+    """Whether the kubelet serves its unauthenticated read-only port (10255), on every pool's nodes and as the cluster's
+    default for pools made later; false closes it. Unset: GKE's default (closed in clusters created at 1.32 or
+    later)."""
+    binary_authorization: bool = False
+    """Pods run only images the project's Binary Authorization policy admits (evaluation mode
+    PROJECT_SINGLETON_POLICY_ENFORCE); the policy is the project's, and until one is written it admits every image."""
+    security_posture: SecurityPosture | None = None
+    """GKE security posture: BASIC audits the workloads' configuration (ENTERPRISE needs GKE Enterprise); its workload
+    vulnerability scanning, retired by GKE, stays off. Unset: GKE's default."""
+    data_access_logs: bool = False
+    """Data Access audit logs of the project's GKE and Kubernetes APIs (admin reads, data reads and writes: who read
+    which Secret, who listed pods), billed by volume. The stack then owns the project's audit config for
+    container.googleapis.com: one set outside it is replaced."""
 
     @property
     def secrets_key_location(self) -> str | None:
-        return self.secrets_encryption_key.split("/")[3] if self.secrets_encryption_key else None
+        return key_location(self.secrets_encryption_key)
+
+    @property
+    def boot_disk_key_location(self) -> str | None:
+        return key_location(self.boot_disk_encryption_key)
 
     @property
     def kubernetes_minor(self) -> tuple[int, int]:
@@ -129,6 +158,12 @@ class NetworkConfig(ConfigModel):
     """Subnet range of the A4 gVNIC VPC (created only with GPU pools)."""
     rdma_ranges: tuple[Cidr, ...] = Field(default_factory=_seed_rdma_ranges)
     """Subnet ranges of the RDMA VPC, one per RDMA NIC (8 for A4)."""
+    flow_log_sampling: Float | None = Field(None, gt=0, le=1)
+    """VPC flow logs on every subnet the stack creates but the RDMA ones, keeping this share of the flows (1.0: every
+    flow; records every 5 seconds, all metadata; billed by volume). Unset: no flow logs."""
+    nat_logs: NatLogs = "ERRORS_ONLY"
+    """What Cloud NAT logs (with privateNodes): ERRORS_ONLY (connections it dropped), TRANSLATIONS_ONLY or ALL (also
+    every connection it translated: which node or pod reached which address, and when)."""
 
 
 class TpuSliceConfig(ConfigModel):
@@ -238,6 +273,10 @@ class StorageConfig(ConfigModel):
     soft_delete_days: int = Field(7, ge=7, le=90)
     """Days a deleted or overwritten object (a checkpoint) stays restorable, 7 to 90: what a compromised or buggy
     job destroys can be restored within them."""
+    data_access_logs: bool = False
+    """Data Access audit logs of Cloud Storage in the project (admin reads, data reads and writes: who read, wrote or
+    deleted which object, in every bucket of the project), billed by volume. The stack then owns the project's audit
+    config for storage.googleapis.com: one set outside it is replaced."""
 
 
 class ImagesConfig(ConfigModel):

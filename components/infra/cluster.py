@@ -11,18 +11,30 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import ClusterConfig
 from components.facts.capacity import Capacity
+from components.facts.hardening import (
+    BINARY_AUTHORIZATION_ENFORCE,
+    CONTAINER_SERVICE,
+    KUBELET_READ_ONLY_PORT,
+    VULNERABILITY_SCANNING_OFF,
+)
 from components.infra import node_pools
+from components.infra.audit_logs import data_access_logs
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME, Networks
 from components.infra.node_identity import NodeIdentities
 
 SYSTEM_POOL_NAME = "system"
-SECRETS_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+KMS_KEY_USER_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 
 
 def gke_service_agent(project_number: str) -> str:
     """The Google-managed account GKE's control plane acts as in the project (it calls KMS for etcd)."""
     return f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com"
+
+
+def compute_service_agent(project_number: str) -> str:
+    """The Google-managed account Compute Engine acts as in the project (it calls KMS for CMEK boot disks)."""
+    return f"serviceAccount:service-{project_number}@compute-system.iam.gserviceaccount.com"
 
 
 def kubeconfig(name: str, dns_endpoint: str) -> str:
@@ -79,6 +91,32 @@ def authorized_networks(cluster: ClusterConfig) -> gcp.container.ClusterMasterAu
     )
 
 
+def binary_authorization(cluster: ClusterConfig) -> gcp.container.ClusterBinaryAuthorizationArgs | None:
+    if not cluster.binary_authorization:
+        return None
+    return gcp.container.ClusterBinaryAuthorizationArgs(evaluation_mode=BINARY_AUTHORIZATION_ENFORCE)
+
+
+def security_posture(cluster: ClusterConfig) -> gcp.container.ClusterSecurityPostureConfigArgs | None:
+    """The posture's mode, with its workload vulnerability scanning off: GKE retired it (docs/cloud-facts.md)."""
+    if cluster.security_posture is None:
+        return None
+    return gcp.container.ClusterSecurityPostureConfigArgs(
+        mode=cluster.security_posture, vulnerability_mode=VULNERABILITY_SCANNING_OFF
+    )
+
+
+def node_pool_defaults(cluster: ClusterConfig) -> gcp.container.ClusterNodePoolDefaultsArgs | None:
+    """GKE's defaults for pools made later outside the stack; the stack's own pools state the same setting."""
+    if cluster.kubelet_read_only_port is None:
+        return None
+    return gcp.container.ClusterNodePoolDefaultsArgs(
+        node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+            insecure_kubelet_readonly_port_enabled=KUBELET_READ_ONLY_PORT[cluster.kubelet_read_only_port]
+        )
+    )
+
+
 @dataclass(frozen=True)
 class ClusterArgs:
     project: str
@@ -98,9 +136,11 @@ class Cluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainyard:infra:Cluster", name, None, opts)
         self._args = args
-        key_grant = self._secrets_key_grant()
-        self.cluster = self._cluster([d for d in (args.networks.nat, key_grant) if d is not None])
+        key_grants = self._key_grants()
+        self.cluster = self._cluster([d for d in (args.networks.nat, *key_grants) if d is not None])
         self.system_pool = self._system_pool()
+        if args.cluster.data_access_logs:
+            data_access_logs(f"{args.cluster.name}-container-data-access", args.project, CONTAINER_SERVICE, self)
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(dns_endpoint_of)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(lambda parts: kubeconfig(*parts))
@@ -125,19 +165,28 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
-    def _secrets_key_grant(self) -> gcp.kms.CryptoKeyIAMMember | None:
-        """GKE's service agent may encrypt and decrypt with the secrets key; without it the cluster fails."""
-        key = self._args.cluster.secrets_encryption_key
-        if key is None:
-            return None
+    def _key_grants(self) -> list[gcp.kms.CryptoKeyIAMMember]:
+        """The service agents that use the stack's keys may encrypt and decrypt with them: GKE's with the secrets key
+        (without it the cluster fails), Compute Engine's with the boot disk key (without it no node boots)."""
+        cluster = self._args.cluster
+        wanted = [
+            (f"{cluster.name}-secrets-key-gke", cluster.secrets_encryption_key, gke_service_agent),
+            (f"{cluster.name}-boot-disk-key-compute", cluster.boot_disk_encryption_key, compute_service_agent),
+        ]
+        wanted = [(name, key, agent) for name, key, agent in wanted if key is not None]
+        if not wanted:
+            return []
         project_number = gcp.organizations.get_project_output(project_id=self._args.project).number
-        return gcp.kms.CryptoKeyIAMMember(
-            f"{self._args.cluster.name}-secrets-key-gke",
-            crypto_key_id=key,
-            role=SECRETS_KEY_ROLE,
-            member=project_number.apply(gke_service_agent),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        return [
+            gcp.kms.CryptoKeyIAMMember(
+                name,
+                crypto_key_id=key,
+                role=KMS_KEY_USER_ROLE,
+                member=project_number.apply(agent),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for name, key, agent in wanted
+        ]
 
     def _cluster(self, depends_on: list[pulumi.Resource]) -> gcp.container.Cluster:
         config, networks = self._args, self._args.networks
@@ -202,8 +251,11 @@ class Cluster(pulumi.ComponentResource):
             )
             if cluster.secrets_encryption_key
             else None,
-            # Private nodes pull from outside Google through the NAT from their first boot; a secrets key must
-            # be usable by GKE before the cluster is created.
+            binary_authorization=binary_authorization(cluster),
+            security_posture_config=security_posture(cluster),
+            node_pool_defaults=node_pool_defaults(cluster),
+            # Private nodes pull from outside Google through the NAT from their first boot; the keys must be usable
+            # before the cluster is created (and with it, every pool).
             opts=fixed_name_options(self, depends_on=depends_on),
         )
 
@@ -220,6 +272,8 @@ class Cluster(pulumi.ComponentResource):
                 min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
             ),
             management=node_pools.management(Capacity.ON_DEMAND, config.cluster.in_release_channel),
-            node_config=node_pools.node_config(pool.machine_type, identities.email["system"]),
+            node_config=node_pools.node_config(
+                pool.machine_type, identities.email["system"], node_pools.NodeHardening.of(config.cluster)
+            ),
             opts=fixed_name_options(self, depends_on=[identities.ready["system"]]),
         )

@@ -50,6 +50,7 @@ class GpuPools(pulumi.ComponentResource):
             node_config=node_pools.node_config(
                 machine.machine_type,
                 placement.service_account,
+                placement.hardening,
                 pool.capacity,
                 pool.reservation,
                 # The machine's local SSDs hold ephemeral storage (emptyDirs: the model download, HF_HOME).

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config.models import NetworkConfig
+from components.facts.hardening import FLOW_LOG_INTERVAL, FLOW_LOG_METADATA
 from components.infra.fixed_names import fixed_name_options
 
 POD_RANGE_NAME = "pods"
@@ -91,7 +92,7 @@ class Networks(pulumi.ComponentResource):
         )
 
     def _subnet(
-        self, name: str, network: gcp.compute.Network, cidr: IPv4Network, **extra: object
+        self, name: str, network: gcp.compute.Network, cidr: IPv4Network, flow_logs: bool = True, **extra: object
     ) -> gcp.compute.Subnetwork:
         return gcp.compute.Subnetwork(
             name,
@@ -99,8 +100,17 @@ class Networks(pulumi.ComponentResource):
             network=network.id,
             region=self._args.region,
             ip_cidr_range=str(cidr),
+            log_config=self._flow_logs() if flow_logs else None,
             opts=fixed_name_options(self),
             **extra,
+        )
+
+    def _flow_logs(self) -> gcp.compute.SubnetworkLogConfigArgs | None:
+        sampling = self._args.network.flow_log_sampling
+        if sampling is None:
+            return None
+        return gcp.compute.SubnetworkLogConfigArgs(
+            aggregation_interval=FLOW_LOG_INTERVAL, flow_sampling=sampling, metadata=FLOW_LOG_METADATA
         )
 
     def _nat(self) -> gcp.compute.RouterNat:
@@ -120,7 +130,7 @@ class Networks(pulumi.ComponentResource):
             region=self._args.region,
             nat_ip_allocate_option="AUTO_ONLY",
             source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter=self._args.network.nat_logs),
             opts=fixed_name_options(self),
         )
 
@@ -161,10 +171,11 @@ class Networks(pulumi.ComponentResource):
         )
 
     def _rdma_networks(self) -> list[NodeNetwork]:
-        """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC."""
+        """One RoCE VPC whose zonal network profile gives RDMA NICs; one subnet per NIC. No flow logs: RDMA goes
+        from NIC to NIC past the VPC's virtual network, which is what flow logs sample (docs/cloud-facts.md)."""
         profile = f"projects/{self._args.project}/global/networkProfiles/{self._args.zone}-vpc-roce"
         network = self._vpc(f"{self._prefix}-rdma-net", network_profile=profile)
         return [
-            NodeNetwork(network, self._subnet(f"{self._prefix}-rdma-sub-{index}", network, cidr))
+            NodeNetwork(network, self._subnet(f"{self._prefix}-rdma-sub-{index}", network, cidr, flow_logs=False))
             for index, cidr in enumerate(self._args.network.rdma_ranges)
         ]

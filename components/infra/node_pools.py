@@ -8,9 +8,30 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config.models import ClusterConfig
 from components.facts.capacity import SPECIFIC_RESERVATION, Capacity
+from components.facts.hardening import KUBELET_READ_ONLY_PORT
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import NodeNetwork
+
+
+@dataclass(frozen=True)
+class NodeHardening:
+    """What every pool's nodes get beyond GKE's defaults, from `trainyard:cluster` (None: GKE's default)."""
+
+    kubelet_read_only_port: bool | None = None
+    boot_disk_kms_key: str | None = None
+
+    @classmethod
+    def of(cls, cluster: ClusterConfig) -> NodeHardening:
+        return cls(cluster.kubelet_read_only_port, cluster.boot_disk_encryption_key)
+
+    def kubelet_config(self) -> gcp.container.NodePoolNodeConfigKubeletConfigArgs | None:
+        if self.kubelet_read_only_port is None:
+            return None
+        return gcp.container.NodePoolNodeConfigKubeletConfigArgs(
+            insecure_kubelet_readonly_port_enabled=KUBELET_READ_ONLY_PORT[self.kubelet_read_only_port]
+        )
 
 
 @dataclass(frozen=True)
@@ -23,6 +44,7 @@ class PoolPlacement:
     service_account: pulumi.Input[str] | None  # the role's node account (None: the role has no pools)
     identity_ready: pulumi.Resource | None  # its grant, which the pools wait for
     release_channel: bool  # the cluster is enrolled in a release channel: node auto-upgrade stays on
+    hardening: NodeHardening  # the kubelet's read-only port, the boot disks' key
 
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -42,13 +64,15 @@ def reservation_affinity(capacity: Capacity, reservation: str | None):
 def node_config(
     machine_type: str,
     service_account: pulumi.Input[str],
+    node_hardening: NodeHardening,
     capacity: Capacity = Capacity.ON_DEMAND,
     reservation: str | None = None,
     **extra: object,
 ) -> gcp.container.NodePoolNodeConfigArgs:
     """The role's own service account, Workload Identity's metadata server, gVNIC, secure boot and the
     cloud-platform scope on every node (with a least-privilege account, GKE recommends that scope and lets IAM
-    decide). Secure boot holds on TPU and GPU nodes too: GKE's drivers are signed (docs/cloud-facts.md)."""
+    decide), and the stack's kubelet and boot disk settings. Secure boot holds on TPU and GPU nodes too: GKE's
+    drivers are signed (docs/cloud-facts.md)."""
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine_type,
         service_account=service_account,
@@ -61,6 +85,8 @@ def node_config(
         spot=True if capacity is Capacity.SPOT else None,
         flex_start=True if capacity.flex_start else None,
         reservation_affinity=reservation_affinity(capacity, reservation),
+        kubelet_config=node_hardening.kubelet_config(),
+        boot_disk_kms_key=node_hardening.boot_disk_kms_key,
         **extra,
     )
 

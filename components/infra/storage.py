@@ -12,6 +12,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.facts.hardening import STORAGE_SERVICE
+from components.infra.audit_logs import data_access_logs
+
 OBJECT_USER_ROLE = "roles/storage.objectUser"
 SECONDS_PER_DAY = 86_400
 
@@ -34,6 +37,7 @@ class StorageArgs:
     namespace: str  # the workloads' Kubernetes namespace and service account, granted the bucket
     service_account: str
     soft_delete_days: int  # deleted and overwritten objects stay restorable this long
+    data_access_logs: bool  # the project's Cloud Storage reads and writes are audit-logged
 
 
 class Storage(pulumi.ComponentResource):
@@ -71,4 +75,6 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        if args.data_access_logs:
+            data_access_logs(f"{bucket_name}-storage-data-access", args.project, STORAGE_SERVICE, self)
         self.register_outputs({"bucket": self.bucket.name})

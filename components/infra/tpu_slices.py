@@ -52,6 +52,7 @@ class TpuSlices(pulumi.ComponentResource):
             node_config=node_pools.node_config(
                 tpu.machine_type,
                 placement.service_account,
+                placement.hardening,
                 group.capacity,
                 group.reservation,
                 labels={gke.DRANET_LABEL: "true", gke.SLICE_GROUP_LABEL: group.name},

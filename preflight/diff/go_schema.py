@@ -195,6 +195,7 @@ IAM_BASES = {
     "ResourceIamMember": "IamMemberBaseSchema",
     "ResourceIamBinding": "IamBindingBaseSchema",
     "ResourceIamPolicy": "IamPolicyBaseSchema",
+    "ResourceIamAuditConfig": "iamAuditConfigSchema",
 }
 
 

@@ -378,6 +378,42 @@ BAD_CONFIGS = [
         "projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
     ),
     (
+        _set("trainyard:cluster", "bootDiskEncryptionKey", "projects/p-kms1/locations/global/keyRings/r/cryptoKeys/k"),
+        "trainyard:cluster.bootDiskEncryptionKey",
+        '"projects/p-kms1/locations/global/keyRings/r/cryptoKeys/k"',
+        "is in global; GKE needs a key in the cluster's region (allowed: a key in us-east5)",
+    ),
+    (
+        _set("trainyard:cluster", "securityPosture", "ON"),
+        "trainyard:cluster.securityPosture",
+        '"ON"',
+        "is not allowed (allowed: DISABLED, BASIC, ENTERPRISE)",
+    ),
+    (
+        _set("trainyard:cluster", "kubeletReadOnlyPort", "closed"),
+        "trainyard:cluster.kubeletReadOnlyPort",
+        '"closed"',
+        "is not allowed (input should be a valid boolean",
+    ),
+    (
+        _set("trainyard:network", "flowLogSampling", 0),
+        "trainyard:network.flowLogSampling",
+        "0",
+        "is not allowed (input should be greater than 0)",
+    ),
+    (
+        _set("trainyard:network", "flowLogSampling", 1.5),
+        "trainyard:network.flowLogSampling",
+        "1.5",
+        "is out of range",
+    ),
+    (
+        _set("trainyard:network", "natLogs", "all"),
+        "trainyard:network.natLogs",
+        '"all"',
+        "is not allowed (did you mean ALL? allowed: ERRORS_ONLY, TRANSLATIONS_ONLY, ALL)",
+    ),
+    (
         _set("trainyard:gpuPools", 0, "compactPlacement", True),
         "trainyard:gpuPools[0].compactPlacement",
         "true",
