@@ -17,6 +17,7 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   service-account-token-only-where-needed {"allowedApiToken": []}
   (each list names Kind/namespace/name and replaces the default, the NCCL installer: an accepted risk,
   exempt only in its shape, components/facts/host_workloads.py)
+  cis-gke-profile           {"production": true}   the stack holds every CIS GKE item (policies/config.prod-like.json)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pulumi_policy import (
 )
 
 from policies import (
+    cis_rules,
     exposure_rules,
     gcp_rules,
     identity_rules,
@@ -187,6 +189,16 @@ RUN_BUDGET_CONFIG = PolicyConfigSchema(
     }
 )
 
+PRODUCTION_CONFIG = PolicyConfigSchema(
+    properties={
+        "production": {
+            "type": "boolean",
+            "default": False,
+            "description": "The stack is production: it must hold every CIS GKE item (docs/security.md).",
+        }
+    }
+)
+
 POLICIES: list[Policy] = [
     resource_policy(gcp_rules.accelerator_vpc_mtu),
     resource_policy(gcp_rules.flex_start_pool_settings),
@@ -232,6 +244,7 @@ POLICIES: list[Policy] = [
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
     stack_policy(namespace_rules.workload_namespaces_deny_by_default),
     stack_policy(namespace_rules.workload_pods_admission_enforced),
+    stack_policy(cis_rules.cis_gke_profile, config=PRODUCTION_CONFIG),
     resource_policy(gcp_rules.cluster_deletion_protection_off, level=ADVISORY),
     resource_policy(gcp_rules.accelerator_zone_offered, level=ADVISORY),
     resource_policy(gcp_rules.pool_has_max_size, level=ADVISORY),
