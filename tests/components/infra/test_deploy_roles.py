@@ -22,6 +22,7 @@ ROLE_FOR_TYPE = {
     "gcp:container/nodePool:NodePool": "roles/container.admin",
     "gcp:serviceaccount/account:Account": "roles/iam.serviceAccountAdmin",
     "gcp:projects/iAMMember:IAMMember": "roles/resourcemanager.projectIamAdmin",
+    "gcp:projects/iAMAuditConfig:IAMAuditConfig": "roles/resourcemanager.projectIamAdmin",  # part of the IAM policy
     "gcp:storage/bucket:Bucket": "roles/storage.admin",
     "gcp:storage/bucketIAMMember:BucketIAMMember": "roles/storage.admin",
     "gcp:artifactregistry/repository:Repository": "roles/artifactregistry.admin",
