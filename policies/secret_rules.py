@@ -1,20 +1,23 @@
 """Resource rule for credentials written in clear text: container env, args and commands, ConfigMaps, a RayJob's
-entrypoint and runtime env. The pattern is the one the config checks use (components/facts/secrets.py)."""
+entrypoint and runtime env, and a token-looking value anywhere else in an object (annotations, labels, a custom
+resource's fields), base64-wrapped or not. The pattern is the one the config checks use
+(components/facts/secrets.py)."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.secrets import PLAIN_COUNT, carries_a_secret, looks_like_a_secret
-from policies.props import entries, is_unknown, items, lookup
+from policies.props import entries, is_unknown, items, lookup, plain
 from policies.workloads import RAY_KINDS, containers, kind_of, object_name, pod_templates
 
 _ROUTE = "take it from a Secret (env valueFrom.secretKeyRef)"
+SECRET_KINDS = ("Secret", "SecretPatch")  # where credentials belong
 
 
 def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -27,22 +30,44 @@ def no_secret_literals(args: ResourceValidationArgs, report_violation: ReportVio
     in it (HF_TOKEN, --hub-token, --token-file, api_key=), as the config checks judge trainer arguments.
     """
     kind = kind_of(args.resource_type)
-    if kind is None:
+    if kind is None or kind in SECRET_KINDS:
         return
     where = f"{kind} '{object_name(args.props, args.name)}'"
+    problems = list(_named_problems(kind, args.props))
+    # Anywhere else (an annotation, a label, a CRD's field, a neutral name): a token-looking value is one.
+    if not problems:
+        problems = [f": {path} holds a credential-looking literal" for path in _token_paths(plain(args.props))]
+    for problem in problems:
+        report_violation(f"{where}{problem}; {_ROUTE}.", None)
+
+
+def _named_problems(kind: str, props: Any) -> Iterator[str]:
     if kind == "ConfigMap":
-        for key, value in entries(args.props, "data").items():
+        for key, value in entries(props, "data").items():
             if isinstance(value, str) and looks_like_a_secret(value):
-                report_violation(f"{where}: data.{key} holds a credential-looking literal.", None)
+                yield f": data.{key} holds a credential-looking literal"
         return
-    for template in pod_templates(kind, args.props):
+    for template in pod_templates(kind, props):
         for container in containers(template.spec):
             name = lookup(container, "name")
-            for problem in _container_problems(container):
-                report_violation(f"{where} {template.where}: container '{name}' {problem}; {_ROUTE}.", None)
+            yield from (
+                f" {template.where}: container '{name}' {problem}" for problem in _container_problems(container)
+            )
     if kind in RAY_KINDS:
-        for problem in _ray_job_problems(args.props):
-            report_violation(f"{where}: {problem}; {_ROUTE}.", None)
+        yield from (f": {problem}" for problem in _ray_job_problems(props))
+
+
+def _token_paths(value: Any, path: str = "") -> Iterator[str]:
+    """The path of every string of a plain object that looks like a token (the value itself never shown)."""
+    if isinstance(value, str):
+        if not is_unknown(value) and looks_like_a_secret(value):
+            yield path.lstrip(".") or "a value"
+    elif isinstance(value, Mapping):
+        for key in list(value):
+            yield from _token_paths(value[key], f"{path}.{key}")
+    elif isinstance(value, Sequence):
+        for index, item in enumerate(value):
+            yield from _token_paths(item, f"{path}[{index}]")
 
 
 def _container_problems(container: Any) -> Iterator[str]:

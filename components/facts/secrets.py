@@ -5,7 +5,10 @@ No Pulumi and no third-party import: the pack's own venv imports this module too
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+from collections.abc import Iterator
 
 # Tokens as their issuers print them: Hugging Face's (hf_ and 34 letters or digits), GitHub's, Google API keys,
 # Slack's; AWS access key ids; PEM private keys. The issuer's prefix is kept when a value is shown masked.
@@ -26,8 +29,22 @@ def names_a_secret(key: str) -> bool:
     return bool(words) and (words[-1] in SECRET_WORDS or words[-2:] in _SECRET_WORD_PAIRS)
 
 
+# A run of base64 long enough to wrap the shortest token above (AKIA and 16: 20 characters, 28 encoded).
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{28,}={0,2}")
+
+
+def _unwrapped(value: str) -> Iterator[str]:
+    """The text of each base64 run in `value` that decodes to UTF-8: a token wrapped once to hide it."""
+    for run in _BASE64_RUN.findall(value):
+        try:
+            yield base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+
+
 def looks_like_a_secret(value: str) -> bool:
-    return bool(SECRET_VALUE.search(value))
+    """A token as its issuer prints it, also base64-wrapped once (`aGZf...` for `hf_...`)."""
+    return bool(SECRET_VALUE.search(value)) or any(SECRET_VALUE.search(text) for text in _unwrapped(value))
 
 
 def masked(value: str) -> str:

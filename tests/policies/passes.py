@@ -350,6 +350,14 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         ),
         None,
     ),
+    (
+        "a token in a Secret, where credentials belong; base64 of plain text in a ConfigMap",
+        add(
+            kube_object("v1", "Secret", "hf", {"stringData": {"token": "hf_" + "x" * 34}}),
+            kube_object("v1", "ConfigMap", "notes", {"data": {"blob": "aGVsbG8gd29ybGQsIHRoaXMgaXMgbm90IGEgdG9rZW4="}}),
+        ),
+        None,
+    ),
     ("unprivileged web pod", add(lambda: plain_deployment(privileged=False)), None),
     ("short CPU job", add(lambda: cpu_job(activeDeadlineSeconds=300.0)), None),
     (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -569,7 +570,33 @@ ADDRESS_CASES: list[Case] = [
     ),
 ]
 
+WRAPPED_TOKEN = base64.b64encode(HF_TOKEN.encode()).decode()
 SECRET_CASES: list[Case] = [
+    (
+        "a token in an annotation",
+        edit("fsdp-finetune", "metadata.annotations.note", HF_TOKEN),
+        {"no-secret-literals"},
+    ),
+    (
+        "a token in a pod template's annotation",
+        edit("fsdp-finetune", "spec.template.metadata", {"annotations": {"note": HF_TOKEN}}),
+        {"no-secret-literals"},
+    ),
+    (
+        "a base64-wrapped token under a neutral env name",
+        container_edit("fsdp-finetune", "env", [{"name": "SETTINGS", "value": WRAPPED_TOKEN}]),
+        {"no-secret-literals"},
+    ),
+    (
+        "a base64-wrapped token in a ConfigMap",
+        add(kube_object("v1", "ConfigMap", "settings", {"data": {"blob": WRAPPED_TOKEN}})),
+        {"no-secret-literals"},
+    ),
+    (
+        "a token in a custom resource's field",
+        edit("maxtext", "spec.metadata", {"owner-note": HF_TOKEN}),
+        {"no-secret-literals"},
+    ),
     (
         "token in the trainer's args",
         container_edit("fsdp-finetune", "args", [f"exec torchrun -m workloads.fsdp.train --model-id m {HF_TOKEN}"]),
