@@ -9,7 +9,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
-from components.facts.host_workloads import HOST_NAMESPACES
+from components.facts.host_workloads import HOST_NAMESPACES, READ_ONLY_HOST_PATHS
 from components.facts.images import PINNED_WORDS, pin_problem
 from policies.allow_lists import unlisted_workload
 from policies.props import as_number, is_true, is_unknown, items, lookup
@@ -41,29 +41,15 @@ def privileged_only_where_allowed(args: ResourceValidationArgs, report_violation
                 )
 
 
-# Host directories no pod may mount, even read-only: the node's root holds all of them; the kubelet's directory holds
-# every pod's mounted Secrets and tokens and the kubelet's own credentials; the container runtime's socket and
-# state start containers on the node; /etc, /proc and /sys hold the node's configuration and kernel.
-SENSITIVE_HOST_PATHS = (
-    "/var/lib/kubelet",
-    "/var/lib/containerd",
-    "/run/containerd",
-    "/var/run/containerd",
-    "/var/run/docker.sock",
-    "/etc",
-    "/proc",
-    "/sys",
-    "/root",
-)
-
-
 def host_access_only_where_allowed(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """hostPID, hostNetwork, hostIPC, writable hostPaths and the node's sensitive directories only where allowed.
+    """hostPID, hostNetwork, hostIPC, writable hostPaths and hostPaths outside the GPU library folders only where
+    allowed.
 
     Each reaches past the container into the node: its processes, its network, files the next pod (or the
-    kubelet) will trust, or, read-only, what the node keeps secret: a hostPath of `/`, of the kubelet's directory
-    (/var/lib/kubelet: every pod's Secrets and tokens, the kubelet's credentials) or of the container runtime is
-    refused even read-only. Other read-only hostPath mounts (the GPU libraries) are allowed everywhere.
+    kubelet) will trust, or, read-only, what the node keeps (the kubelet's directory holds every pod's Secrets and
+    tokens; `/`, /var, /etc, /home hold the rest, and a container running as its image's root reads all of it).
+    A deny-list of such folders always misses one, so read-only hostPaths are judged by an allow-list: the driver
+    and gIB library folders the FSDP trainer loads (components/facts/host_workloads.py), and folders inside them.
     """
     target = unlisted_workload(args, "allowedHostAccess")
     if target is None:
@@ -76,7 +62,7 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
             for volume in items(template.spec, "volumes")
             if lookup(volume, "hostPath")
         }
-        used += [f"hostPath {path}" for path in host_paths.values() if _sensitive(path)]
+        used += [f"hostPath {path}" for path in host_paths.values() if not _library_folder(path)]
         for container in containers(template.spec):
             for mount in items(container, "volumeMounts"):
                 if lookup(mount, "name") in host_paths and not is_true(lookup(mount, "readOnly")):
@@ -87,15 +73,15 @@ def host_access_only_where_allowed(args: ResourceValidationArgs, report_violatio
             )
 
 
-def _sensitive(path: Any) -> bool:
-    """`/`, a sensitive directory, anything inside one, or a parent of one (mounting /var shows /var/lib/kubelet)."""
-    if not isinstance(path, str) or is_unknown(path) or not path.startswith("/"):
+def _library_folder(path: Any) -> bool:
+    """One of the GPU library folders or a folder inside one (normalized: `..` cannot climb out); a path a preview
+    does not know yet passes until it is known."""
+    if is_unknown(path):
+        return True
+    if not isinstance(path, str) or not path.startswith("/"):
         return False
     path = posixpath.normpath(path)
-    return any(
-        path == sensitive or path.startswith(f"{sensitive}/") or sensitive.startswith(f"{path.rstrip('/')}/")
-        for sensitive in SENSITIVE_HOST_PATHS
-    )
+    return any(path == folder or path.startswith(f"{folder}/") for folder in READ_ONLY_HOST_PATHS)
 
 
 def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

@@ -20,6 +20,8 @@ PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b
 HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
+# The only host folders a workload pod may mount, read-only: the driver and gIB libraries the FSDP trainer loads.
+READ_ONLY_HOST_PATHS = (HOST_NVIDIA_DIR, HOST_GIB_DIR)
 PAUSE_USER = 65535  # the pause image's nobody
 
 

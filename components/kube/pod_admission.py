@@ -20,10 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.facts.gke import NAMESPACE_NAME_LABEL
-from components.facts.host_workloads import HOST_GIB_DIR, HOST_NVIDIA_DIR
-
-# Host folders a workload pod may mount, read-only: the FSDP trainer's driver and gIB libraries (kube/rdma.py).
-ALLOWED_HOST_PATHS = (HOST_NVIDIA_DIR, HOST_GIB_DIR)
+from components.facts.host_workloads import READ_ONLY_HOST_PATHS as ALLOWED_HOST_PATHS
 
 
 def _every_container(predicate: str) -> str:

@@ -195,11 +195,11 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
         None,
     ),
     (
-        "read-only host path, and the NCCL installer on the host network",
+        "read-only host path of the GPU libraries, and the NCCL installer on the host network",
         add(
             lambda: plain_deployment(
                 False,
-                volumes=[{"name": "lib", "hostPath": {"path": "/opt/lib"}}],
+                volumes=[{"name": "lib", "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64"}}],
                 containers=[
                     {
                         "name": "web",

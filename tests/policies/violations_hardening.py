@@ -202,6 +202,15 @@ POD_KIND_CASES: list[Case] = [
 
 HOST_AND_PORT_CASES: list[Case] = [
     ("read-only hostPath of /", _read_only_host_path("/"), {"host-access-only-where-allowed"}),
+    # A deny-list always misses a folder: read-only hostPaths are judged by the GPU library folders they may be.
+    ("read-only hostPath of /home", _read_only_host_path("/home"), {"host-access-only-where-allowed"}),
+    ("read-only hostPath of /var/log", _read_only_host_path("/var/log"), {"host-access-only-where-allowed"}),
+    ("read-only hostPath of /dev", _read_only_host_path("/dev"), {"host-access-only-where-allowed"}),
+    (
+        "read-only hostPath climbing out of the GPU libraries",
+        _read_only_host_path("/home/kubernetes/bin/nvidia/../../.."),
+        {"host-access-only-where-allowed"},
+    ),
     (
         "read-only hostPath of the kubelet's directory",
         _read_only_host_path("/var/lib/kubelet/"),
