@@ -3,8 +3,9 @@
 A rule that looked for 0.0.0.0/0 alone passes 0.0.0.0/1 + 128.0.0.0/1, which admit the same addresses. Rules
 count the public addresses the union of the ranges covers instead, leaving out the special-purpose ranges
 (RFC 6890, IANA's special-purpose registries: private, loopback, link-local, CGNAT, documentation, multicast,
-reserved), and refuse a union that covers more than one /8 of public IPv4 (16.8 million addresses, more than
-any office or VPN egress needs) or one /32 of public IPv6 (a whole provider's allocation).
+reserved), and refuse a union that covers more than one /16 of public IPv4 (65,536 addresses, more than any
+office or VPN egress needs; a /8 threshold let 1.0.0.0/9, eight million addresses, through) or one /48 of public
+IPv6 (the prefix one site is given).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ NOT_PUBLIC = {
     ]
     + [ipaddress.ip_network(cidr) for cidr in ("2001:db8::/32", "2001::/23")],
 }
-PUBLIC_LIMIT = {4: 2**24, 6: 2**96}
+PUBLIC_LIMIT = {4: 2**16, 6: 2**80}
 
 
 def networks(ranges: Iterable[object]) -> list[Network]:
@@ -67,7 +68,7 @@ def public_addresses(ranges: Iterable[object], version: int) -> int:
 
 
 def admits_the_internet(ranges: Iterable[object]) -> bool:
-    """Whether the ranges together cover more public addresses than one /8 (IPv4) or one /32 (IPv6)."""
+    """Whether the ranges together cover more public addresses than one /16 (IPv4) or one /48 (IPv6)."""
     ranges = list(ranges)
     return any(public_addresses(ranges, version) > limit for version, limit in PUBLIC_LIMIT.items())
 

@@ -577,6 +577,13 @@ ADDRESS_CASES: list[Case] = [
         public_endpoint("0.0.0.0/1", "128.0.0.0/1"),
         {"control-plane-not-open"},
     ),
+    # Below the old /8 threshold, still far more than an office: 8 million and 1 million public addresses.
+    (
+        "firewall rule from 1.0.0.0/9",
+        add(iam("gcp:compute/firewall:Firewall", sourceRanges=["1.0.0.0/9"], allows=[{"protocol": "tcp"}])),
+        {"firewall-not-open-to-the-internet"},
+    ),
+    ("authorized network 44.0.0.0/12", public_endpoint("44.0.0.0/12"), {"control-plane-not-open"}),
 ]
 
 WRAPPED_TOKEN = base64.b64encode(HF_TOKEN.encode()).decode()
