@@ -204,6 +204,22 @@ def bucket_uniform_access(args: ResourceValidationArgs, report_violation: Report
         report_violation(f"bucket '{args.name}': publicAccessPrevention is {prevention!r}, must be 'enforced'.", None)
 
 
+def bucket_soft_delete_on(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Buckets keep deleted and overwritten objects restorable (soft delete not turned off).
+
+    A checkpoint deleted by a mistake, a bad job or a stolen token is gone for good once soft delete is off
+    (softDeletePolicy.retentionDurationSeconds 0); unset, GCS keeps objects 7 days. The stack sets
+    trainyard:storage.softDeleteDays (components/infra/storage.py).
+    """
+    if args.resource_type != BUCKET_TYPE:
+        return
+    retention = lookup(args.props, "softDeletePolicy.retentionDurationSeconds")
+    if as_number(retention) == 0:
+        report_violation(
+            f"bucket '{args.name}': softDeletePolicy.retentionDurationSeconds is 0; deleted objects are gone.", None
+        )
+
+
 def firewall_not_open_to_the_internet(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """No firewall rule admits traffic from the internet: no source at all, 0.0.0.0/0, or ranges that add up to it.
 

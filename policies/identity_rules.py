@@ -18,6 +18,7 @@ PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 _IAM_GRANT = re.compile(r"iam(member|binding|policy):", re.IGNORECASE)
 _SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:key"
+_HMAC_KEY = "gcp:storage/hmackey:hmackey"
 # Roles that control other identities or a whole service (docs/cloud-facts.md: IAM roles that hand over identities).
 TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
@@ -98,6 +99,19 @@ def no_service_account_keys(args: ResourceValidationArgs, report_violation: Repo
     """
     if args.resource_type.lower() == _SERVICE_ACCOUNT_KEY:
         report_violation(f"'{args.name}' creates a service account key.", None)
+
+
+def no_hmac_keys(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No Cloud Storage HMAC keys.
+
+    An HMAC key is a service account's long-lived secret for Cloud Storage's XML API: it reads, overwrites and
+    deletes what the account may, from anywhere, until someone deletes the key, and Pulumi keeps its secret in the
+    stack's state. Workloads reach the bucket through Workload Identity, which needs none.
+    """
+    if args.resource_type.lower() == _HMAC_KEY:
+        account = lookup(args.props, "serviceAccountEmail")
+        shown = f" for {account}" if isinstance(account, str) else ""
+        report_violation(f"'{args.name}' creates a Cloud Storage HMAC key{shown}.", None)
 
 
 def _iam_grants(args: ResourceValidationArgs) -> list[tuple[str, str]]:

@@ -1,19 +1,35 @@
-"""Resource rules for Kubernetes objects: privileged containers, host access, pinned images, and jobs that must not
-block `pulumi up`."""
+"""Rules for Kubernetes objects: privileged containers, host access, pinned images from allowed registries, and jobs
+that must not block `pulumi up`."""
 
 from __future__ import annotations
 
 import posixpath
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs
+from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.facts.gke import QUEUE_LABEL, SKIP_AWAIT_ANNOTATION
 from components.facts.host_workloads import HOST_NAMESPACES, READ_ONLY_HOST_PATHS
-from components.facts.images import PINNED_WORDS, pin_problem
+from components.facts.images import (
+    PINNED_WORDS,
+    REPOSITORY_TYPE,
+    TRUSTED_REGISTRIES,
+    image_source,
+    pin_problem,
+    repository_path,
+    within_registry,
+)
 from policies.allow_lists import unlisted_workload
-from policies.props import as_number, is_true, is_unknown, items, lookup
-from policies.workloads import BATCH_KINDS, annotations_of, containers, kind_of, labels_of, pod_templates
+from policies.props import UNKNOWN, as_number, is_true, is_unknown, items, lookup
+from policies.workloads import (
+    BATCH_KINDS,
+    annotations_of,
+    containers,
+    kind_of,
+    labels_of,
+    object_name,
+    pod_templates,
+)
 
 # pulumi-kubernetes waits up to 10 minutes for a Job to complete before it reports a failure.
 DEFAULT_MAX_AWAIT_SECONDS = 600
@@ -106,6 +122,47 @@ def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolatio
                     f"'{image}': {problem} (allowed: {PINNED_WORDS}).",
                     None,
                 )
+
+
+def images_from_allowed_registries(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Every container image comes from the stack's own Artifact Registry or a registry the pack config allows.
+
+    A pinned tag says which version, not whose image: `nginx:1.27.3` is whatever Docker Hub's account holds under
+    that tag, and a registry one letter from a real one serves what its owner likes. Images come from the stack's
+    Artifact Registry repositories (which only the deploy account writes) and allowedRegistries (a host, or a host
+    and path prefix: by default GKE's, Kubernetes', and Google's gIB and TPU images), judged by the reference's host
+    and path as a registry resolves them, never by substring. Images still to be built are checked once known.
+    """
+    own = [_repository(resource.props) for resource in args.resources if resource.resource_type == REPOSITORY_TYPE]
+    if any(is_unknown(path) for path in own):
+        return  # a repository's place is unknown during preview: its images cannot be told from others yet
+    allowed = [*filter(None, own), *args.get_config().get("allowedRegistries", list(TRUSTED_REGISTRIES))]
+    for resource in args.resources:
+        kind = kind_of(resource.resource_type)
+        for template in pod_templates(kind, resource.props) if kind else []:
+            for container in containers(template.spec):
+                image = lookup(container, "image")
+                if not isinstance(image, str) or is_unknown(image):
+                    continue
+                source = image_source(image)
+                if source is None or not any(within_registry(source, registry) for registry in allowed):
+                    report_violation(
+                        f"{kind} '{object_name(resource.props, resource.name)}' {template.where}: container "
+                        f"'{lookup(container, 'name')}' image '{image}' comes from {source or 'no registry'}, "
+                        "outside the stack's repositories and allowedRegistries.",
+                        resource.urn,
+                    )
+
+
+def _repository(props: Any) -> Any:
+    """host/project/repository of an Artifact Registry repository: UNKNOWN while a part is, None without one."""
+    parts = [lookup(props, key) for key in ("location", "project", "repositoryId")]
+    if any(is_unknown(part) for part in parts):
+        return UNKNOWN
+    if not all(isinstance(part, str) and part for part in parts):
+        return None
+    location, project, repository = parts
+    return repository_path(location.lower(), project, repository)
 
 
 def long_running_jobs_skip_await(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:

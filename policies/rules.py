@@ -18,6 +18,9 @@ Pack config (the CLI's --policy-pack-config JSON; each key is a policy name, ``a
   (each list names Kind/namespace/name and replaces the default, the NCCL installer: an accepted risk,
   exempt only in its shape, components/facts/host_workloads.py)
   cis-gke-profile           {"production": true}   the stack holds every CIS GKE item (policies/config.prod-like.json)
+  images-from-allowed-registries {"allowedRegistries": ["gke.gcr.io", "nvcr.io/nvidia", ...]}  host or host/path
+                            prefix; replaces the default (components/facts/images.py TRUSTED_REGISTRIES); the
+                            stack's own Artifact Registry repositories are always allowed
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from components.facts.images import TRUSTED_REGISTRIES
 from policies import (
     cis_rules,
     exposure_rules,
@@ -199,6 +203,20 @@ PRODUCTION_CONFIG = PolicyConfigSchema(
     }
 )
 
+ALLOWED_REGISTRIES_CONFIG = PolicyConfigSchema(
+    properties={
+        "allowedRegistries": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[a-zA-Z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$"},
+            "default": list(TRUSTED_REGISTRIES),
+            "description": (
+                "Registries (a host, or a host and path prefix) pods may pull from besides the stack's own "
+                "Artifact Registry repositories."
+            ),
+        }
+    }
+)
+
 POLICIES: list[Policy] = [
     resource_policy(gcp_rules.accelerator_vpc_mtu),
     resource_policy(gcp_rules.flex_start_pool_settings),
@@ -213,9 +231,11 @@ POLICIES: list[Policy] = [
     resource_policy(exposure_rules.control_plane_not_open),
     resource_policy(gcp_rules.pools_use_gke_metadata_server),
     resource_policy(gcp_rules.bucket_uniform_access),
+    resource_policy(gcp_rules.bucket_soft_delete_on),
     resource_policy(identity_rules.no_public_iam_members),
     resource_policy(identity_rules.no_basic_roles),
     resource_policy(identity_rules.no_service_account_keys),
+    resource_policy(identity_rules.no_hmac_keys),
     resource_policy(identity_rules.pools_run_as_their_own_service_account),
     resource_policy(gcp_rules.firewall_not_open_to_the_internet),
     resource_policy(identity_rules.no_sensitive_roles_for_broad_members),
@@ -226,6 +246,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.allowed_regions, config=ALLOWED_REGIONS_CONFIG),
     resource_policy(kube_rules.privileged_only_where_allowed, config=PRIVILEGED_CONFIG),
     resource_policy(kube_rules.images_pinned),
+    stack_policy(kube_rules.images_from_allowed_registries, config=ALLOWED_REGISTRIES_CONFIG),
     resource_policy(secret_rules.no_secret_literals),
     resource_policy(kube_rules.host_access_only_where_allowed, config=HOST_ACCESS_CONFIG),
     resource_policy(pod_rules.pods_run_restricted, config=UNRESTRICTED_CONFIG),
@@ -234,6 +255,8 @@ POLICIES: list[Policy] = [
     resource_policy(rbac_rules.roles_grant_no_escalation),
     stack_policy(rbac_rules.bindings_widen_no_role),
     resource_policy(exposure_rules.ray_ports_stay_in_the_cluster),
+    stack_policy(exposure_rules.ray_head_not_routed),
+    resource_policy(exposure_rules.ray_requires_token_auth),
     resource_policy(kube_rules.long_running_jobs_skip_await, config=AWAIT_CONFIG),
     stack_policy(kueue_rules.dws_workloads_use_kueue),
     stack_policy(kueue_rules.queued_provisioning_has_kueue),

@@ -71,19 +71,27 @@ def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
         if isinstance(spec, Mapping):
             templates.append(PodTemplate(path, spec))
     if kind in RAY_KINDS:
-        base = _ray_cluster_spec_path(kind)
-        head = lookup(props, f"{base}.headGroupSpec.template.spec")
-        if isinstance(head, Mapping):
-            templates.append(PodTemplate(f"{base}.headGroupSpec", head))
-        for index, group in enumerate(items(props, f"{base}.workerGroupSpecs")):
-            spec = lookup(group, "template.spec")
-            if isinstance(spec, Mapping):
-                templates.append(PodTemplate(f"{base}.workerGroupSpecs[{index}]", spec, group))
+        templates += ray_node_templates(kind, props)
     if kind == "JobSet":
         for index, job in enumerate(items(props, "spec.replicatedJobs")):
             spec = lookup(job, "template.spec.template.spec")
             if isinstance(spec, Mapping):
                 templates.append(PodTemplate(f"spec.replicatedJobs[{index}]", spec))
+    return templates
+
+
+def ray_node_templates(kind: str, props: Any) -> list[PodTemplate]:
+    """The Ray head's and every worker group's pod template of a RayCluster, RayJob or RayService (not a RayJob's
+    submitter: it runs no Ray node)."""
+    base = _ray_cluster_spec_path(kind)
+    templates = []
+    head = lookup(props, f"{base}.headGroupSpec.template.spec")
+    if isinstance(head, Mapping):
+        templates.append(PodTemplate(f"{base}.headGroupSpec", head))
+    for index, group in enumerate(items(props, f"{base}.workerGroupSpecs")):
+        spec = lookup(group, "template.spec")
+        if isinstance(spec, Mapping):
+            templates.append(PodTemplate(f"{base}.workerGroupSpecs[{index}]", spec, group))
     return templates
 
 

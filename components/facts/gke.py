@@ -86,6 +86,8 @@ RAY_VERSION = "2.60.0"
 # and the token from these; KubeRay v1.6.2 sets both on every Ray container from the Secret it generates per
 # RayCluster (named as the cluster, the token under RAY_AUTH_SECRET_KEY; controllers/ray/common/pod.go).
 RAY_AUTH_MODE_ENV, RAY_AUTH_TOKEN_ENV, RAY_AUTH_SECRET_KEY = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "auth_token"
+# The mode that requires the token: Ray's RAY_AUTH_MODE value and KubeRay's authOptions.mode (unset: disabled).
+RAY_TOKEN_AUTH = "token"
 
 # Kueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

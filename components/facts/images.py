@@ -1,4 +1,4 @@
-"""Container image references: what pins one, and where Artifact Registry keeps a stack's images.
+"""Container image references: what pins one, where one comes from, and where Artifact Registry keeps a stack's images.
 
 A tag such as `latest` moves: two pods of one job (or a restart after preemption) can run different code.
 A digest never moves; an exact version tag is the next best thing. Config and the policy pack read the rule
@@ -73,6 +73,42 @@ def pin_problem(reference: str) -> str | None:
     if tag in _FLOATING_TAGS or not any(character.isdigit() for character in tag):
         return f"its tag :{tag} is not a version and moves"
     return None
+
+
+# Registries (a host, or a host and a path prefix) pods may pull from besides the stack's own Artifact Registry
+# repositories: GKE's (the NCCL installer's pause), Kubernetes' (Kueue), Google's gIB NCCL plugin and its TPU JAX
+# images (the first-JAX smoke job). Not Docker Hub: anyone may publish there, under a name one letter from a real one.
+TRUSTED_REGISTRIES = (
+    "gke.gcr.io",
+    "registry.k8s.io",
+    "us-docker.pkg.dev/gce-ai-infra",
+    "us-docker.pkg.dev/cloud-tpu-images",
+)
+# A reference without a registry host pulls from Docker Hub, and a one-part name from its `library/`
+# (github.com/distribution/reference, normalize.go).
+DOCKER_HUB, LEGACY_DOCKER_HUB, DOCKER_HUB_LIBRARY = "docker.io", "index.docker.io", "library"
+
+
+def image_source(reference: str) -> str | None:
+    """The repository `reference` pulls from, host and path as a registry resolves them (`nginx:1.27` is
+    `docker.io/library/nginx`), the host in lower case; None when `reference` is not an image reference."""
+    match = _REFERENCE.match(reference)
+    if match is None:
+        return None
+    first, _, rest = match.group("name").partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
+        host = first.lower()
+        return f"{DOCKER_HUB if host == LEGACY_DOCKER_HUB else host}/{rest}"
+    return f"{DOCKER_HUB}/{match.group('name') if rest else f'{DOCKER_HUB_LIBRARY}/{first}'}"
+
+
+def within_registry(source: str, registry: str) -> bool:
+    """Whether the repository `source` (image_source's) lies in `registry`, a host or a host and path prefix:
+    compared part by part, so `us-docker.pkg.dev/gce-ai-infra` holds neither `.../gce-ai-infra-x` nor a host
+    `us-docker.pkg.dev.example.com`."""
+    host, *path = registry.lower().rstrip("/").split("/")
+    source_host, *source_path = source.split("/")
+    return source_host == host and source_path[: len(path)] == path
 
 
 # Artifact Registry's predefined roles that only read (docs/cloud-facts.md: the build cache); every other

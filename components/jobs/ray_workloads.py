@@ -29,6 +29,7 @@ from components.facts.gke import (
     METADATA_SERVER_LABEL,
     RAY_AUTH_MODE_ENV,
     RAY_HEAD_PORTS,
+    RAY_TOKEN_AUTH,
     RAY_VERSION,
     SKIP_AWAIT,
     TPU_RESOURCE,
@@ -49,7 +50,7 @@ TRAINER_MODULE = "workloads.maxtext.train"
 METADATA_SERVER_SELECTOR = {METADATA_SERVER_LABEL: "true"}
 # KubeRay v1.6.2 (apis/ray/v1/raycluster_types.go): mode token without a secretName makes the operator generate the
 # token Secret; enableK8sTokenAuth (Kubernetes RBAC instead of a token) is for standalone RayClusters only.
-RAY_AUTH_OPTIONS = MappingProxyType({"mode": "token"})
+RAY_AUTH_OPTIONS = MappingProxyType({"mode": RAY_TOKEN_AUTH})
 
 
 def ray_auth_env() -> list[dict]:

@@ -23,6 +23,10 @@ ZONE = "us-east5-b"
 QUEUE = "dws-local-queue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 BLOCK = "cloud.google.com/gce-topology-block"
+# The dev stack's image repository (components/infra/images.py): pods pull the trainers from it.
+REGISTRY = "us-east5-docker.pkg.dev/trainyard-dev/trainyard"
+# How the stack's Ray containers state Ray's token authentication (components/jobs/ray_workloads.py).
+RAY_AUTH_ENV = [{"name": "RAY_AUTH_MODE", "value": "token"}]
 
 
 def resource(type_: str, name: str, inputs: dict[str, Any], custom: bool = True) -> dict[str, Any]:
@@ -189,6 +193,27 @@ def bucket(name: str = "trainyard-dev-data") -> dict[str, Any]:
             "uniformBucketLevelAccess": True,
             "publicAccessPrevention": "enforced",
             "hierarchicalNamespace": {"enabled": True},
+            "softDeletePolicy": {"retentionDurationSeconds": 604800.0},
+        },
+    )
+
+
+def image(name: str) -> str:
+    """An image of the stack's own repository, where a test's pods pull from (images-from-allowed-registries)."""
+    return f"{REGISTRY}/{name}"
+
+
+def image_repository() -> dict[str, Any]:
+    """The stack's Artifact Registry repository for its trainers' images."""
+    return resource(
+        "gcp:artifactregistry/repository:Repository",
+        "registry",
+        {
+            "repositoryId": "trainyard",
+            "format": "DOCKER",
+            "location": "us-east5",
+            "project": "trainyard-dev",
+            "dockerConfig": {"immutableTags": True},
         },
     )
 
@@ -240,7 +265,7 @@ def fsdp_job(name: str = "fsdp-finetune", nodes: float = 2.0) -> dict[str, Any]:
     """The torchrun Indexed Job on the DWS pool: queued by Kueue, suspended, skipAwait, GPU pods."""
     container = {
         "name": "trainer",
-        "image": "us-east5-docker.pkg.dev/trainyard-dev/trainyard/fsdp:0123456789abcdef",
+        "image": f"{REGISTRY}/fsdp:0123456789abcdef",
         "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}},
     }
     return _kube(
@@ -287,7 +312,8 @@ def _tpu_worker_group(replicas: float = 2.0, hosts: float = 4.0, chips: str = "4
                     "containers": [
                         {
                             "name": "ray-worker",
-                            "image": "rayproject/ray:2.55.0",
+                            "image": f"{REGISTRY}/maxtext:0123456789abcdef",
+                            "env": copy.deepcopy(RAY_AUTH_ENV),
                             "resources": {"limits": {"google.com/tpu": chips}, "requests": {"google.com/tpu": chips}},
                         }
                     ],
@@ -302,7 +328,19 @@ def maxtext_rayjob(
 ) -> dict[str, Any]:
     head = {
         "rayStartParams": {},
-        "template": {"spec": contained({"containers": [{"name": "ray-head", "image": "rayproject/ray:2.55.0"}]})},
+        "template": {
+            "spec": contained(
+                {
+                    "containers": [
+                        {
+                            "name": "ray-head",
+                            "image": f"{REGISTRY}/maxtext:0123456789abcdef",
+                            "env": copy.deepcopy(RAY_AUTH_ENV),
+                        }
+                    ]
+                }
+            )
+        },
     }
     return _kube(
         "ray.io/v1",
@@ -311,7 +349,11 @@ def maxtext_rayjob(
         {
             "entrypoint": f"python -m workloads.maxtext.train --num-workers={workers} --min-workers=4",
             "shutdownAfterJobFinishes": True,
-            "rayClusterSpec": {"headGroupSpec": head, "workerGroupSpecs": [_tpu_worker_group(replicas, hosts)]},
+            "rayClusterSpec": {
+                "authOptions": {"mode": "token"},
+                "headGroupSpec": head,
+                "workerGroupSpecs": [_tpu_worker_group(replicas, hosts)],
+            },
         },
         labels={WORKLOAD_LABEL: name},
         annotations={"pulumi.com/skipAwait": "true"},
@@ -412,7 +454,8 @@ def pod_admission(namespace: str = "trainyard") -> list[dict[str, Any]]:
 
 
 def good_stack() -> list[dict[str, Any]]:
-    """A dev-like stack (2 x v6e-16, one A4 DWS pool, Kueue, MaxText RayJob, FSDP Job) that passes every rule."""
+    """A dev-like stack (2 x v6e-16, one A4 DWS pool, Kueue, MaxText RayJob, FSDP Job, the images' repository) that
+    passes every rule."""
     return [
         network("trainyard-dev-dcn-1"),
         network("trainyard-dev-gvnic"),
@@ -423,6 +466,7 @@ def good_stack() -> list[dict[str, Any]]:
         dws_gpu_pool(),
         bucket(),
         bucket_member(),
+        image_repository(),
         *kueue_objects(),
         default_deny(),
         *pod_admission(),

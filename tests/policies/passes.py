@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from components.facts.gpu_software import GIB
+from components.facts.host_workloads import PAUSE_IMAGE
+from components.facts.images import TRUSTED_REGISTRIES
 from tests.helpers import policy_stacks as fx
 from tests.policies.policy_edits import (
     GPU_POOL,
@@ -13,13 +16,17 @@ from tests.policies.policy_edits import (
     cpu_job,
     dcn_attached_to_a_pool,
     edit,
+    http_route,
     iam,
+    ingress,
     installer,
     kube_object,
     metadata_selecting_stack,
     plain_deployment,
     public_endpoint,
     queued_tpu_pool,
+    ray_cluster,
+    selecting,
     shaped_rayjob,
 )
 
@@ -33,7 +40,108 @@ def _binding_body(role_kind: str, role: str, subject_kind: str, subject: str) ->
     }
 
 
+TRAINER_IMAGE = "spec.template.spec.containers.0.image"
+HEAD_ENV = "spec.rayClusterSpec.headGroupSpec.template.spec.containers.0.env"
+DEFAULT_REGISTRIES = list(TRUSTED_REGISTRIES)
+
+# Issue 39's compliant variations: what the probes of violations_effects.py refuse, done the way that passes.
+EFFECT_PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    (
+        "an Ingress to a web Service, an HTTPRoute to a RayService's Serve Service",
+        add(selecting("web", {"app": "web"}), ingress("web"), http_route({"name": "chat-serve-svc", "port": 8000.0})),
+        None,
+    ),
+    (
+        "externalIPs on a Service that is not Ray's",
+        add(
+            lambda: fx.changed(
+                selecting("web", {"app": "web"}, externalIPs=["203.0.113.7"])(),
+                "spec.ports",
+                [{"port": 443.0, "targetPort": 8443.0}],
+            )
+        ),
+        None,
+    ),
+    (
+        "a standalone RayCluster with token auth; a RayJob submitter that states no RAY_AUTH_MODE",
+        lambda: fx.replace(
+            fx.good_stack() + [ray_cluster()()],
+            fx.changed(
+                fx.maxtext_rayjob(),
+                "spec.submitterPodTemplate",
+                {"spec": fx.contained({"containers": [{"name": "submit", "image": fx.image("maxtext:1.0")}]})},
+            ),
+        ),
+        None,
+    ),
+    (
+        "RAY_AUTH_MODE among other env, a Secret's value beside it",
+        edit(
+            "maxtext",
+            HEAD_ENV,
+            [
+                {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
+                *fx.RAY_AUTH_ENV,
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "t", "key": "token"}}},
+            ],
+        ),
+        None,
+    ),
+    ("soft delete unset (GCS keeps objects 7 days)", edit("trainyard-dev-data", "softDeletePolicy", fx.DELETE), None),
+    (
+        "soft delete of 90 days",
+        edit("trainyard-dev-data", "softDeletePolicy.retentionDurationSeconds", 7_776_000.0),
+        None,
+    ),
+    (
+        "images from each default registry: GKE's, Kubernetes', gIB's, the TPU JAX images",
+        add(
+            lambda: plain_deployment(
+                False,
+                initContainers=[{"name": "gib", "image": GIB.reference}],
+                containers=[
+                    {"name": "pause", "image": PAUSE_IMAGE},
+                    {"name": "kueue", "image": "registry.k8s.io/kueue/kueue:v0.19.2"},
+                    {"name": "jax", "image": "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1"},
+                ],
+            )
+        ),
+        None,
+    ),
+    (
+        "NVIDIA's PyTorch image and Ray's Docker Hub images, allowed by host and path in the pack config",
+        lambda: fx.replace(
+            fx.replace(fx.good_stack(), fx.changed(fx.fsdp_job(), TRAINER_IMAGE, "nvcr.io/nvidia/pytorch:25.03-py3")),
+            fx.changed(
+                fx.maxtext_rayjob(),
+                "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.containers.0.image",
+                "rayproject/ray:2.60.0-py312-tpu",
+            ),
+        ),
+        {
+            "images-from-allowed-registries": {
+                "allowedRegistries": [*DEFAULT_REGISTRIES, "nvcr.io/nvidia", "docker.io/rayproject"]
+            }
+        },
+    ),
+    (
+        "the trainer from a second repository of the stack, in another region",
+        lambda: fx.replace(
+            fx.good_stack() + [_repository("trainers", "us-central1")],
+            fx.changed(fx.fsdp_job(), TRAINER_IMAGE, "us-central1-docker.pkg.dev/trainyard-dev/trainers/fsdp:1.0"),
+        ),
+        None,
+    ),
+]
+
+
+def _repository(repository: str, location: str) -> dict[str, Any]:
+    inputs = {**fx.image_repository()["inputs"], "repositoryId": repository, "location": location}
+    return fx.resource("gcp:artifactregistry/repository:Repository", repository, inputs)
+
+
 PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
+    *EFFECT_PASSES,
     (
         "egress rule to anywhere, a deny rule from anywhere, ingress from a network tag or two offices",
         add(
@@ -153,7 +261,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
     ),
     (
         "trainer image by digest",
-        edit("fsdp-finetune", "spec.template.spec.containers.0.image", f"trainer:dev@sha256:{'ab' * 32}"),
+        edit("fsdp-finetune", "spec.template.spec.containers.0.image", fx.image(f"fsdp:dev@sha256:{'ab' * 32}")),
         None,
     ),
     ("DCN node network with its ingress rule", dcn_attached_to_a_pool(firewall=True), None),
@@ -203,7 +311,7 @@ PASSES: list[tuple[str, Callable[[], Stack], dict[str, Any] | None]] = [
                 containers=[
                     {
                         "name": "web",
-                        "image": "nginx:1.27.3",
+                        "image": fx.image("web:1.27.3"),
                         "volumeMounts": [{"name": "lib", "mountPath": "/lib2", "readOnly": True}],
                     }
                 ],

@@ -73,7 +73,7 @@ def queued_tpu_pool() -> dict[str, Any]:
 def plain_deployment(privileged: bool = True, **pod: Any) -> dict[str, Any]:
     """A web Deployment in `default`, contained but for `privileged` (privilege escalation comes with it)."""
     security = {"privileged": True} if privileged else fx.CONTAINER_SECURITY
-    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": security}
+    container = {"name": "web", "image": fx.image("web:1.27.3"), "securityContext": security}
     return fx.resource(
         "kubernetes:apps/v1:Deployment",
         "web",
@@ -113,7 +113,7 @@ def installer(**pod: Any) -> dict[str, Any]:
 
 
 def cpu_job(**spec: Any) -> dict[str, Any]:
-    pod = fx.contained({"restartPolicy": "Never", "containers": [{"name": "prep", "image": "python:3.12"}]})
+    pod = fx.contained({"restartPolicy": "Never", "containers": [{"name": "prep", "image": fx.image("prep:3.12")}]})
     return fx.resource(
         "kubernetes:batch/v1:Job",
         "prep",
@@ -165,3 +165,43 @@ def metadata_selecting_stack() -> Stack:
     }
     path = "spec.rayClusterSpec.workerGroupSpecs.0.template.spec.nodeSelector"
     return fx.replace(fx.good_stack(), fx.changed(fx.maxtext_rayjob(), path, selector))
+
+
+def selecting(name: str, selector: dict[str, str], **spec: Any) -> Callable[[], dict]:
+    """A ClusterIP Service on the dashboard's port (unless `spec` says otherwise) selecting `selector`."""
+    ports = [{"name": "dashboard", "port": 8265.0, "targetPort": 8265.0}]
+    return kube_object("v1", "Service", name, {"spec": {"selector": selector, "ports": ports, **spec}})
+
+
+def ingress(service: str, default: bool = False) -> Callable[[], dict]:
+    """An Ingress to `service` port 8265: by a rule's path, or as its default backend."""
+    backend = {"service": {"name": service, "port": {"number": 8265.0}}}
+    if default:
+        return kube_object("networking.k8s.io/v1", "Ingress", "ray", {"spec": {"defaultBackend": backend}})
+    path = {"path": "/", "pathType": "Prefix", "backend": backend}
+    rules = [{"host": "ray.example.com", "http": {"paths": [path]}}]
+    return kube_object("networking.k8s.io/v1", "Ingress", "ray", {"spec": {"rules": rules}})
+
+
+def http_route(*refs: dict[str, Any], mirror: dict[str, Any] | None = None) -> Callable[[], dict]:
+    """An HTTPRoute of an external Gateway to the backendRefs `refs`, its requests also mirrored to `mirror`."""
+    rule: dict[str, Any] = {"backendRefs": list(refs)}
+    if mirror:
+        rule["filters"] = [{"type": "RequestMirror", "requestMirror": {"backendRef": mirror}}]
+    spec = {"parentRefs": [{"name": "external", "namespace": "gateways"}], "rules": [rule]}
+    return kube_object("gateway.networking.k8s.io/v1", "HTTPRoute", "ray", {"spec": spec})
+
+
+def head_service(value: dict[str, Any]) -> Callable[[], Stack]:
+    """The MaxText RayJob's head Service as `headGroupSpec.headService` shapes it."""
+    return edit("maxtext", "spec.rayClusterSpec.headGroupSpec.headService", value)
+
+
+def ray_cluster(**cluster: Any) -> Callable[[], dict]:
+    """A standalone RayCluster of the RayJob's cluster spec, with `cluster`'s fields over it."""
+
+    def build() -> dict:
+        spec = {**fx.maxtext_rayjob()["inputs"]["spec"]["rayClusterSpec"], **cluster}
+        return kube_object("ray.io/v1", "RayCluster", "maxtext-cluster", {"spec": spec})()
+
+    return build

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from components.facts.host_workloads import PAUSE_IMAGE
 from policies import rules
 from preflight.checks.policy_runner import evaluate
 from tests.helpers import policy_stacks as fx
 from tests.policies.passes import PASSES
-from tests.policies.policy_edits import GPU_POOL, SLICE, SYSTEM, Stack, edit, public_endpoint
+from tests.policies.policy_edits import GPU_POOL, SLICE, SYSTEM, Stack, add, edit, plain_deployment, public_endpoint
 from tests.policies.violations import VIOLATIONS
 
 
@@ -49,8 +50,16 @@ def test_compliant_variation_passes(label, build, config):
 def test_allowed_regions_fires_on_each_resource_outside():
     verdicts = evaluate(fx.plan(fx.good_stack()), {"allowed-regions": {"allowedRegions": ["europe-west4"]}})
     outside = {v.urn.rsplit("::", 1)[-1] for v in verdicts if v.policy == "allowed-regions"}
-    assert outside == {"trainyard-dev", SYSTEM, SLICE, "v6e-16-1", GPU_POOL, "trainyard-dev-data"}
+    assert outside == {"trainyard-dev", SYSTEM, SLICE, "v6e-16-1", GPU_POOL, "trainyard-dev-data", "registry"}
     assert all(v.level == "mandatory" for v in verdicts)
+
+
+def test_allowed_registries_replace_the_default_but_never_the_stacks_own_repositories():
+    only_kubernetes = {"images-from-allowed-registries": {"allowedRegistries": ["registry.k8s.io"]}}
+    assert fired(fx.good_stack(), only_kubernetes) == set()  # the trainers come from the stack's repository
+    pause = add(lambda: plain_deployment(False, containers=[{"name": "pause", "image": PAUSE_IMAGE}]))()
+    assert fired(pause) == set()
+    assert fired(pause, only_kubernetes) == {"images-from-allowed-registries"}
 
 
 def test_advisories_do_not_block():

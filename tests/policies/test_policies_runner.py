@@ -52,6 +52,10 @@ def test_all_sets_every_level_and_a_policy_can_be_disabled():
         ({"cost-within-budget": {"maxUsdPerHour": 0}}, ["cost-within-budget", "maxUsdPerHour", "0"]),
         ({"allowed-regions": {"allowedRegions": "us-east5"}}, ["allowed-regions", "allowedRegions", "'us-east5'"]),
         ({"all": 3}, ["'all'", "3"]),
+        (
+            {"images-from-allowed-registries": {"allowedRegistries": ["https://nvcr.io"]}},
+            ["images-from-allowed-registries", "'https://nvcr.io'"],
+        ),
     ],
 )
 def test_bad_pack_config_is_refused_naming_key_and_value(config, words):

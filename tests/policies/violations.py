@@ -23,6 +23,7 @@ from tests.policies.policy_edits import (
     without,
     without_metadata_server,
 )
+from tests.policies.violations_effects import EFFECT_CASES
 from tests.policies.violations_hardening import (
     ADDRESS_CASES,
     HOST_AND_PORT_CASES,
@@ -371,7 +372,7 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
                     "containers": [
                         {
                             "name": "trainer",
-                            "image": "trainer:1.0",
+                            "image": fx.image("fsdp:1.0"),
                             "volumeMounts": [{"name": "lib", "mountPath": "/usr/local/nvidia"}],
                             "resources": {"limits": {"nvidia.com/gpu": "8"}},
                         }
@@ -388,12 +389,12 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     ),
     (
         "trainer image :latest",
-        edit("fsdp-finetune", "spec.template.spec.containers.0.image", "trainer:latest"),
+        edit("fsdp-finetune", "spec.template.spec.containers.0.image", fx.image("fsdp:latest")),
         {"images-pinned"},
     ),
     (
         "web image untagged",
-        add(lambda: plain_deployment(False, containers=[{"name": "web", "image": "nginx"}])),
+        add(lambda: plain_deployment(False, containers=[{"name": "web", "image": fx.image("web")}])),
         {"images-pinned"},
     ),
     (
@@ -442,4 +443,5 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
     *REGISTRY_CASES,
     *ADDRESS_CASES,
     *SECRET_CASES,
+    *EFFECT_CASES,
 ]

@@ -102,7 +102,7 @@ def _read_only_host_path(path: str) -> Callable[[], Stack]:
             containers=[
                 {
                     "name": "web",
-                    "image": "nginx:1.27.3",
+                    "image": fx.image("web:1.27.3"),
                     "volumeMounts": [{"name": "host", "mountPath": "/host", "readOnly": True}],
                 }
             ],
@@ -120,7 +120,7 @@ PRIVILEGE_AND_HOST = {"privileged-only-where-allowed", "host-access-only-where-a
 HOST_WORKLOAD_CASES: list[Case] = [
     (
         "the NCCL installer's init container runs another image",
-        _installer_with("initContainers.0.image", "busybox:1.37.0"),
+        _installer_with("initContainers.0.image", fx.image("busybox:1.37.0")),
         PRIVILEGE_AND_HOST,
     ),
     ("the NCCL installer with hostIPC too", _installer_with("hostIPC", True), PRIVILEGE_AND_HOST),
@@ -150,7 +150,7 @@ HOST_WORKLOAD_CASES: list[Case] = [
 
 def _privileged_pod(api_version: str, kind: str, path: str, **pod: Any) -> Callable[[], Stack]:
     """A `kind` whose pod template (at `path`) runs a privileged container on the host's network."""
-    container = {"name": "web", "image": "nginx:1.27.3", "securityContext": {"privileged": True}}
+    container = {"name": "web", "image": fx.image("web:1.27.3"), "securityContext": {"privileged": True}}
     spec = fx.contained({"containers": [container], "hostNetwork": True, **pod})
     return add(lambda: fx.changed(kube_object(api_version, kind, "web", {})(), path, spec))
 
@@ -179,7 +179,7 @@ POD_KIND_CASES: list[Case] = [
                         "containers": [
                             {
                                 "name": "submit",
-                                "image": "rayproject/ray:2.60.0",
+                                "image": fx.image("maxtext:2.60.0"),
                                 "securityContext": {"privileged": True},
                             }
                         ]
@@ -194,7 +194,7 @@ POD_KIND_CASES: list[Case] = [
         edit(
             "fsdp-finetune",
             "spec.template.spec.ephemeralContainers",
-            [{"name": "debug", "image": "busybox:1.37.0", "securityContext": {"privileged": True}}],
+            [{"name": "debug", "image": fx.image("busybox:1.37.0"), "securityContext": {"privileged": True}}],
         ),
         {"privileged-only-where-allowed"},
     ),
@@ -651,7 +651,7 @@ SECRET_CASES: list[Case] = [
     ),
     (
         "token in a Ray worker's env",
-        container_edit("maxtext", "env", [{"name": "HUB_TOKEN", "value": "abc"}], WORKER),
+        container_edit("maxtext", "env", [*fx.RAY_AUTH_ENV, {"name": "HUB_TOKEN", "value": "abc"}], WORKER),
         {"no-secret-literals"},
     ),
 ]
