@@ -315,9 +315,10 @@ class SmokeConfig(ConfigModel):
     """Start the bring-up checks: a JAX check per TPU slice (its hosts in its own pool, 30 minutes at most) and an NCCL
     all-gather per GPU pool."""
     jax_image: PinnedImage = "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:jax0.8.1-rev1"
-    """Image of the per-slice first-JAX-job."""
+    """Image of the per-slice first-JAX-job, from a registry the policy pack allows (`allowedRegistries`)."""
     nccl_image: PinnedImage | None = None
-    """Image of the NCCL all-gather; unset: the FSDP trainer's, so it checks the CUDA and NCCL the fine-tune runs."""
+    """Image of the NCCL all-gather; unset: the FSDP trainer's, so it checks the CUDA and NCCL the fine-tune runs.
+    Another image must come from a registry the policy pack allows (`allowedRegistries`)."""
     nccl_nodes: Int = Field(2, ge=1)
     """Nodes the all-gather spans; at most the pool's maxNodes."""
     nccl_megabytes: Int = Field(256, ge=1)

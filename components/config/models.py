@@ -285,7 +285,8 @@ class ImagesConfig(ConfigModel):
     repository: str = Field("trainyard", pattern=REPOSITORY)
     """Artifact Registry repository (in the stack's project and region) the stack builds the trainers into."""
     fsdp: PinnedImage | None = None
-    """A prebuilt FSDP trainer image, pinned by digest or version tag; unset: built from workloads/fsdp/."""
+    """A prebuilt FSDP trainer image, pinned by digest or version tag, from a registry the policy pack allows
+    (`allowedRegistries`); unset: built from workloads/fsdp/."""
     maxtext: PinnedImage | None = None
     """A prebuilt MaxText Ray image, pinned by digest or version tag; unset: built from workloads/maxtext/."""
 
