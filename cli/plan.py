@@ -104,6 +104,7 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
         "admission": len(verdict.admission),
         "mandatory policy": sum(1 for v in verdict.policies if v.level == "mandatory"),
         "does not fit": sum(1 for result in verdict.forecast if result.cannot_run),
+        "too close to call": sum(1 for result in verdict.forecast if result.undecided),
     }
     total = sum(counts.values())
     where = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)

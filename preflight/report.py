@@ -233,7 +233,14 @@ def _job_rows(manifest: Mapping[str, Any], pool: str, inputs: JobInputs | None) 
 def forecast_summary(forecast: Mapping[str, Any]) -> str:
     """A forecast's JSON (preflight/forecast/) in one line: step, MFU and what the run or its window costs."""
     if "none" in forecast:
-        return f"{'DOES NOT FIT' if forecast.get('cannotRun') else 'none'}: {forecast['none']}"
+        label = (
+            "DOES NOT FIT"
+            if forecast.get("cannotRun")
+            else "TOO CLOSE TO CALL"
+            if forecast.get("undecided")
+            else "none"
+        )
+        return f"{label}: {forecast['none']}"
     usd = "~$" if forecast.get("priceEstimated") else "$"
     parts = []
     if "stepSeconds" in forecast:

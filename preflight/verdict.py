@@ -44,7 +44,7 @@ class Verdict:
             or unchecked_fails
             or bool(self.placement)
             or bool(self.admission)
-            or any(result.cannot_run for result in self.forecast)
+            or any(result.cannot_run or result.undecided for result in self.forecast)
             or bool(self.provider_inputs)
             or policy_runner.has_mandatory(self.policies)
         )

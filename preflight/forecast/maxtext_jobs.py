@@ -138,7 +138,10 @@ def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str])
     if held.need > usable * (1 + BORDERLINE):
         return NoForecast(job.name, f"{figure} usable, by the instant estimate: {what_to_change(config, job)}", True)
     if held.need >= usable * (1 - BORDERLINE):
-        return NoForecast(job.name, f"{figure} usable: too close to call without compiling; {fit_check}")
+        # Never pass what the compile may refuse: the run fails until the fit check's compile decides.
+        return NoForecast(
+            job.name, f"{figure} usable: too close to call without compiling; {fit_check}", undecided=True
+        )
     return NoForecast(job.name, f"{figure} usable fits by the instant estimate; no step forecast until {fit_check}")
 
 

@@ -31,12 +31,17 @@ class NoForecast:
     job: str
     reason: str
     cannot_run: bool = False  # the job does not fit its accelerators: the run fails
+    undecided: bool = False  # the estimate cannot tell fit from no fit: the run fails until the fit check decides
+
+    @property
+    def label(self) -> str:
+        return "DOES NOT FIT" if self.cannot_run else "TOO CLOSE TO CALL" if self.undecided else "no forecast"
 
     def lines(self) -> list[str]:
-        return [f"{self.job}: {'DOES NOT FIT' if self.cannot_run else 'no forecast'}: {self.reason}"]
+        return [f"{self.job}: {self.label}: {self.reason}"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"job": self.job, "none": self.reason, "cannotRun": self.cannot_run}
+        return {"job": self.job, "none": self.reason, "cannotRun": self.cannot_run, "undecided": self.undecided}
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,11 @@ class PricedForecast:
     @property
     def cannot_run(self) -> bool:
         """The job does not fit its accelerators' memory: the run fails."""
+        return False
+
+    @property
+    def undecided(self) -> bool:
+        """A priced forecast rests on a compile or a model that decided: never undecided."""
         return False
 
     @property

@@ -87,10 +87,23 @@ def test_a_job_well_inside_the_hbm_is_passed_and_a_borderline_one_sent_to_the_fi
         return edit
 
     (close,) = maxtext_results(dev_config(batch(7)), fit_check_root)
-    assert isinstance(close, NoForecast) and not close.cannot_run
+    assert isinstance(close, NoForecast) and not close.cannot_run and close.undecided
     assert "too close to call" in close.reason and "make fit-check STACK=dev" in close.reason
+    assert close.lines()[0].startswith("llama3-8b: TOO CLOSE TO CALL: ~")
     (over,) = maxtext_results(dev_config(batch(16)), fit_check_root)
     assert over.cannot_run
+
+
+def test_a_job_too_close_to_call_fails_the_run_until_the_fit_check_decides(dev_plan, fit_check_root):
+    """The instant estimate never passes what the compile may refuse: within its band the verdict is FAILED, named."""
+    from cli.plan import verdict_line
+
+    (close,) = maxtext_results(
+        dev_config(lambda values: values["trainyard:jobs"]["maxtext"][0].update(perDeviceBatchSize=7)), fit_check_root
+    )
+    verdict = dataclasses.replace(check(dev_plan, {}), forecast=[close])
+    assert verdict.failed
+    assert "1 too close to call" in verdict_line(dev_plan, verdict)
 
 
 def test_the_compiled_verdict_once_cached_overrides_the_estimate(fit_check_root):
