@@ -11,6 +11,7 @@ from typing import Any
 
 from components.facts import cost, gke, topology
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_TYPE, TPU_RESOURCE
+from policies.derived_once import once_per_resource, once_per_stack
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
 
 # Node labels GKE sets that node_labels() models: a selector on one of these must match exactly.
@@ -146,8 +147,10 @@ def node_labels(
     return labels
 
 
+@once_per_resource
 def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
-    """Facts of one node pool from its engine-shaped inputs; ``name`` is the resource's name."""
+    """Facts of one node pool from its engine-shaped inputs; ``name`` is the resource's name (derived once for
+    the resource policies that read them)."""
     pool_name = lookup(props, "name")
     pool_name = pool_name if isinstance(pool_name, str) else name
     machine_type = lookup(props, "nodeConfig.machineType")
@@ -177,5 +180,10 @@ def pool_facts(name: str, urn: str, props: Any) -> PoolFacts:
 
 
 def stack_pools(resources: Any) -> list[PoolFacts]:
-    """Facts of every node pool among a stack policy's resources."""
-    return [pool_facts(r.name, r.urn, r.props) for r in resources if r.resource_type == NODE_POOL_TYPE]
+    """Facts of every node pool among a stack policy's resources (built once per stack evaluation)."""
+    return list(_pools(resources))
+
+
+@once_per_stack({NODE_POOL_TYPE})
+def _pools(node_pools: list[Any]) -> tuple[PoolFacts, ...]:
+    return tuple(pool_facts(r.name, r.urn, r.props) for r in node_pools)

@@ -100,7 +100,7 @@ def is_true(value: Any) -> bool:
 def plain(value: Any) -> Any:
     """A plain dict/list copy of engine properties; unknown values become ``UNKNOWN``."""
     if isinstance(value, Mapping):
-        return {key: plain(lookup(value, (key,))) for key in _keys(value)}
+        return {key: plain(_known_or_unknown(value, key)) for key in _keys(value)}
     if isinstance(value, Sequence) and not isinstance(value, str):
         return [plain(_known_or_unknown(value, index)) for index in range(len(value))]
     if isinstance(value, str) and _is_unknown(value):
@@ -110,13 +110,17 @@ def plain(value: Any) -> Any:
 
 def has_unknown(value: Any) -> bool:
     """Whether any part of an engine value is unknown during preview."""
-    value = plain(value)
+    return _holds_unknown(plain(value))
+
+
+def _holds_unknown(value: Any) -> bool:
+    """Whether a plain value (``plain``'s) is or holds ``UNKNOWN``."""
     if is_unknown(value):
         return True
-    if isinstance(value, Mapping):
-        return any(has_unknown(item) for item in value.values())
+    if isinstance(value, dict):
+        return any(_holds_unknown(item) for item in value.values())
     if isinstance(value, list):
-        return any(has_unknown(item) for item in value)
+        return any(_holds_unknown(item) for item in value)
     return False
 
 
@@ -124,9 +128,10 @@ def _keys(mapping: Mapping) -> Iterator[str]:
     return iter(mapping)
 
 
-def _known_or_unknown(sequence: Sequence, index: int) -> Any:
+def _known_or_unknown(container: Sequence | Mapping, key: Any) -> Any:
+    """The item at an index of a Sequence or a key of a Mapping the container holds; ``UNKNOWN`` when unknown."""
     try:
-        value = sequence[index]
+        value = container[key]
     except UnknownValueError:
         return UNKNOWN
     if isinstance(value, str) and _is_unknown(value):

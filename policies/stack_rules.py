@@ -22,6 +22,7 @@ from components.facts.gke import (
     TPU_RESOURCE,
     WORKLOAD_LABEL,
 )
+from policies.derived_once import once_per_stack
 from policies.pools import PoolFacts
 from policies.props import as_number, is_unknown, items, lookup, plain
 from policies.workloads import (
@@ -228,10 +229,15 @@ def cost_within_budget(args: StackValidationArgs, report_violation: ReportViolat
 
 
 def _estimate(args: StackValidationArgs) -> cost.StackCost:
-    resources = [
-        {"type": r.resource_type, "name": r.name, "urn": r.urn, "inputs": plain(r.props)} for r in args.resources
-    ]
-    return cost.estimate(resources)
+    return _stack_cost(args.resources)
+
+
+@once_per_stack(cost.PRICED_TYPES)
+def _stack_cost(priced: list[Any]) -> cost.StackCost:
+    """The cost estimate of the resources it prices (clusters and node pools), once per stack evaluation."""
+    return cost.estimate(
+        {"type": r.resource_type, "name": r.name, "urn": r.urn, "inputs": plain(r.props)} for r in priced
+    )
 
 
 def max_cost_within_spread(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -143,27 +143,36 @@ def _label_matches(pool: PoolFacts, key: str, value: str) -> bool:
 
 def selects_pool(pod_spec: Any, pool: PoolFacts) -> bool:
     """Whether the pod's node selector and required node affinity admit the pool's nodes' labels."""
-    selector = entries(pod_spec, "nodeSelector")
+    return _admits(entries(pod_spec, "nodeSelector"), _required_terms(pod_spec), pool)
+
+
+def _admits(selector: Mapping[str, Any], terms: list[list[Any]], pool: PoolFacts) -> bool:
     if any(not _label_matches(pool, key, str(value)) for key, value in selector.items()):
         return False
-    terms = _required_terms(pod_spec)
     return not terms or any(all(_expression_matches(e, pool.labels) for e in term) for term in terms)
 
 
 def can_land_on(pod_spec: Any, pool: PoolFacts) -> bool:
     """Whether the pod's node selector, required node affinity and accelerator requests fit the pool."""
-    if not selects_pool(pod_spec, pool):
-        return False
+    return bool(landing_pools(pod_spec, [pool]))
+
+
+def landing_pools(pod_spec: Any, pools: list[PoolFacts]) -> list[PoolFacts]:
+    """The pools the pod can land on (``can_land_on``), its scheduling read once for all of them."""
+    if not pools:
+        return []
     selector, terms = entries(pod_spec, "nodeSelector"), _required_terms(pod_spec)
     requested = accelerator_requests(pod_spec)
+    return [pool for pool in pools if _lands(selector, terms, requested, pool)]
+
+
+def _lands(selector: Mapping[str, Any], terms: list[list[Any]], requested: dict[str, float], pool: PoolFacts) -> bool:
+    if not _admits(selector, terms, pool):
+        return False
     if requested:
         return pool.accelerator_resource in requested
     # Accelerator nodes are tainted; only pods aimed at them by label land there without requests.
     return pool.accelerator_resource is None or bool(selector) or bool(terms)
-
-
-def landing_pools(pod_spec: Any, pools: list[PoolFacts]) -> list[PoolFacts]:
-    return [pool for pool in pools if can_land_on(pod_spec, pool)]
 
 
 def labels_of(props: Any) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from components.facts.capacity import node_pool_capacity
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
 HOURS_PER_MONTH = 730
+# The resource types estimate() reads: every other resource costs it nothing.
+PRICED_TYPES = frozenset({gke.CLUSTER_TYPE, gke.NODE_POOL_TYPE})
 # A regional pool without nodeLocations gets the cluster's zones; GKE's default for a regional cluster is 3.
 DEFAULT_ZONES_PER_REGION = 3
 

@@ -163,7 +163,7 @@ def _struct(inputs: Mapping[str, Any] | None) -> struct_pb2.Struct:
 
 
 def _provider(
-    resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]
+    resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]], inputs: Mapping[str, struct_pb2.Struct]
 ) -> proto.AnalyzerProviderResource | None:
     # A provider reference is "<provider urn>::<provider id>".
     reference = resource.get("provider") or ""
@@ -171,7 +171,7 @@ def _provider(
     if provider is None:
         return None
     return proto.AnalyzerProviderResource(
-        type=provider["type"], properties=_struct(provider.get("inputs")), urn=provider["urn"], name=provider["name"]
+        type=provider["type"], properties=inputs[provider["urn"]], urn=provider["urn"], name=provider["name"]
     )
 
 
@@ -179,35 +179,47 @@ def _options(resource: Mapping[str, Any]) -> proto.AnalyzerResourceOptions:
     return proto.AnalyzerResourceOptions(parent=resource.get("parent") or "")
 
 
-def analyze_requests(plan_json: Mapping[str, Any]) -> list[proto.AnalyzeRequest]:
+def _inputs_by_urn(resources: Iterable[Mapping[str, Any]]) -> dict[str, struct_pb2.Struct]:
+    """Each resource's inputs as the engine sends them, built once for its AnalyzeRequest, the AnalyzeStackRequest
+    and the requests of the resources it is the provider of (a request copies them in C, faster than a rebuild)."""
+    return {resource["urn"]: _struct(resource.get("inputs")) for resource in resources}
+
+
+def analyze_requests(
+    plan_json: Mapping[str, Any], inputs: Mapping[str, struct_pb2.Struct] | None = None
+) -> list[proto.AnalyzeRequest]:
     resources = plan_json.get("resources", [])
     by_urn = {resource["urn"]: resource for resource in resources}
+    inputs = _inputs_by_urn(resources) if inputs is None else inputs
     return [
         proto.AnalyzeRequest(
             type=r["type"],
-            properties=_struct(r.get("inputs")),
+            properties=inputs[r["urn"]],
             urn=r["urn"],
             name=r["name"],
             options=_options(r),
-            provider=_provider(r, by_urn),
+            provider=_provider(r, by_urn, inputs),
         )
         for r in resources
         if r.get("custom", True)
     ]
 
 
-def analyze_stack_request(plan_json: Mapping[str, Any]) -> proto.AnalyzeStackRequest:
+def analyze_stack_request(
+    plan_json: Mapping[str, Any], inputs: Mapping[str, struct_pb2.Struct] | None = None
+) -> proto.AnalyzeStackRequest:
     resources = plan_json.get("resources", [])
     by_urn = {resource["urn"]: resource for resource in resources}
+    inputs = _inputs_by_urn(resources) if inputs is None else inputs
     return proto.AnalyzeStackRequest(
         resources=[
             proto.AnalyzerResource(
                 type=r["type"],
-                properties=_struct(r.get("inputs")),
+                properties=inputs[r["urn"]],
                 urn=r["urn"],
                 name=r["name"],
                 options=_options(r),
-                provider=_provider(r, by_urn),
+                provider=_provider(r, by_urn, inputs),
                 parent=r.get("parent") or "",
                 dependencies=list(r.get("dependencies") or []),
             )
@@ -233,15 +245,16 @@ def evaluate(plan_json: Mapping[str, Any], pack_config: Mapping[str, Any] | None
     servicer = new_servicer()
     servicer.Configure(reconcile_config(servicer.GetAnalyzerInfo(None, None), pack_config or {}), None)
     verdicts: list[Verdict] = []
+    inputs = _inputs_by_urn(plan_json.get("resources", []))
     with properties_converted_once():
-        for request in analyze_requests(plan_json):
+        for request in analyze_requests(plan_json, inputs):
             try:
                 response = servicer.Analyze(request, None)
             except Exception as error:
                 raise PolicyRunError(f"policy pack raised on {request.urn}: {error!r}") from error
             verdicts += [_verdict(d, request.urn) for d in response.diagnostics]
         try:
-            response = servicer.AnalyzeStack(analyze_stack_request(plan_json), None)
+            response = servicer.AnalyzeStack(analyze_stack_request(plan_json, inputs), None)
         except Exception as error:
             raise PolicyRunError(f"policy pack raised on the stack: {error!r}") from error
     verdicts += [_verdict(d, "") for d in response.diagnostics]

@@ -52,12 +52,28 @@ def _once_per_object(convert: Callable[[Any], Any], cache: dict[int, tuple[Any, 
     return converted
 
 
+def _once_per_content(convert: Callable[[Any], Any], cache: dict[int, tuple[Any, Any]]) -> Callable[[Any], Any]:
+    """``convert`` of a protobuf message, shared by every message of the same content: a resource's properties
+    arrive in its AnalyzeRequest and again in the AnalyzeStackRequest, copies whose maps iterate in different orders.
+    Deterministic bytes (map entries sorted) are equal for equal values; the shared dict keeps the first message's
+    key order, which means nothing on the wire (the engine, in Go, sends a Struct's entries in no set order)."""
+    by_content: dict[tuple[str, bytes], Any] = {}
+
+    def by_bytes(message: Any) -> Any:
+        content = (message.DESCRIPTOR.full_name, message.SerializeToString(deterministic=True))
+        if content not in by_content:
+            by_content[content] = convert(message)
+        return by_content[content]
+
+    return _once_per_object(by_bytes, cache)
+
+
 class _JsonFormat(ModuleType):
-    """google.protobuf.json_format as pulumi_policy.policy sees it, with MessageToDict once per message."""
+    """google.protobuf.json_format as pulumi_policy.policy sees it, with MessageToDict once per message content."""
 
     def __init__(self, cache: dict[int, tuple[Any, Any]]):
         super().__init__("json_format")
-        self.MessageToDict = _once_per_object(_policy_module.json_format.MessageToDict, cache)
+        self.MessageToDict = _once_per_content(_policy_module.json_format.MessageToDict, cache)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(_policy_module.json_format, name)
@@ -66,9 +82,10 @@ class _JsonFormat(ModuleType):
 @contextmanager
 def properties_converted_once() -> Iterator[None]:
     """While the block runs, pulumi-policy's analyzer converts each resource's properties (protobuf -> dict ->
-    unknown-checking proxy) once, not once per policy: the proxies are read-only Mappings and Sequences, so every
-    policy sees the same values. A plan with Kueue's CRDs (1.5 MB) otherwise spends seconds re-converting them for
-    each of the pack's policies."""
+    unknown-checking proxy) once, not once per policy and again for the stack policies: the proxies are read-only
+    Mappings and Sequences, so every policy sees the same values, the very same objects (policies/derived_once.py
+    derives what several stack policies need once on that identity). A plan with Kueue's CRDs (1.5 MB) otherwise
+    spends seconds re-converting them for each of the pack's policies."""
     names = ("json_format", "deserialize_properties", "unknown_checking_proxy")
     saved = {name: getattr(_policy_module, name) for name in names}
     caches: dict[str, dict[int, tuple[Any, Any]]] = {name: {} for name in names}

@@ -169,3 +169,25 @@ def _as_the_sdk_does():
     import contextlib
 
     return contextlib.nullcontext()
+
+
+def test_properties_converted_once_shares_a_resources_properties_between_its_requests(dev_plan):
+    """A resource's properties travel in its AnalyzeRequest and again in the AnalyzeStackRequest: one conversion
+    serves both (the same content), and another resource's properties get their own."""
+    import pulumi_policy.policy as policy_module
+    from google.protobuf import json_format
+
+    from preflight.checks import policy_runner
+    from preflight.engine import sdk
+
+    plan = dev_plan.to_json()
+    first, second = policy_runner.analyze_requests(plan)[:2]
+    in_stack = {r.urn: r for r in policy_runner.analyze_stack_request(plan).resources}
+    with sdk.properties_converted_once():
+        convert = policy_module.json_format.MessageToDict
+        shared = convert(first.properties)
+        assert convert(in_stack[first.urn].properties) is shared
+        assert shared == json_format.MessageToDict(first.properties)
+        assert convert(second.properties) is not shared
+        assert convert(second.properties) == json_format.MessageToDict(second.properties)
+    assert policy_module.json_format is json_format
