@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cli.output import counted, progress, say, say_each
 from cli.parsing import Verbs, add_verb, json_option, shared_options
@@ -114,6 +115,11 @@ def verdict_line(plan: Plan, verdict: Verdict) -> str:
     return f"trainyard: {'FAILED' if verdict.failed else 'OK'} — {summary}, {cost_range}"
 
 
+def plan_and_verdict_json(plan: Plan, verdict: Verdict) -> dict[str, Any]:
+    """What `--json` writes: the plan and its verdict (built only when asked for: a copy of every input)."""
+    return {**plan.to_json(), **verdict.to_json()}
+
+
 def run(args: argparse.Namespace) -> int:
     """Plan `args.stack`, check it, print the report (or the JSON, with `--json -`); the exit code."""
     try:
@@ -140,15 +146,14 @@ def run(args: argparse.Namespace) -> int:
             f"trainyard: invalid stack config for {args.stack!r}:\ntrainyard:cluster.version: {error}", file=sys.stderr
         )
         return EXIT_INVALID_CONFIG
-    plan_json = {**plan.to_json(), **verdict.to_json()}
     if str(args.json) == "-":
-        print(json.dumps(plan_json, indent=2))
+        print(json.dumps(plan_and_verdict_json(plan, verdict), indent=2))
         say(verdict_line(plan, verdict), file=sys.stderr)
         return EXIT_CHECK_FAILED if verdict.failed else EXIT_OK
     print_report(plan, verdict)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(plan_json, indent=2) + "\n")
+        args.json.write_text(json.dumps(plan_and_verdict_json(plan, verdict), indent=2) + "\n")
         say(f"\nPlan written to {args.json}")
     # The verdict, OK or FAILED, on the report's stream, as its last line (the exit code says which).
     say(f"\n{verdict_line(plan, verdict)}")

@@ -100,3 +100,24 @@ def test_plan_json_on_stdout_is_the_plan_alone(tmp_path):
     plan = json.loads(result.stdout)
     assert (plan["project"], plan["stack"]) == ("trainyard", "dev") and "forecast" in plan
     assert result.stderr.rstrip().splitlines()[-1].startswith("trainyard: OK — ")
+
+
+def test_a_plan_as_the_process_own_command_runs_with_the_collector_off(monkeypatch):
+    """The console script and `python -m preflight` plan with the cyclic collector off until the process exits
+    (cli/main.py collector_off_until_exit); a call with an argument list, and any other verb, leave it as it was."""
+    import gc
+
+    from cli import catalog as cli_catalog
+    from cli import main as cli_main
+    from cli import plan as cli_plan
+
+    monkeypatch.setattr(cli_plan, "run", lambda args: gc.isenabled())
+    monkeypatch.setattr(cli_catalog, "run", lambda args: gc.isenabled())
+    try:
+        assert cli_main.main(["--stack", "dev"]) is True
+        monkeypatch.setattr(sys, "argv", ["trainyard", "catalog"])
+        assert cli_main.main() is True
+        monkeypatch.setattr(sys, "argv", ["trainyard", "--stack", "dev"])
+        assert cli_main.main() is False
+    finally:
+        gc.enable()
