@@ -8,12 +8,16 @@ own sub-verbs (cli/job.py). `.venv/bin/trainyard` works without activating the v
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import difflib
 import gc
+import os
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import NoReturn
 
 from cli import catalog, diff, forecast, plan, schema
 from cli.parsing import HelpFormatter, prog_name
@@ -73,18 +77,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     args = build_parser(prog_name()).parse_args(with_verb(argv))
     if own_command_line and args.verb == DEFAULT_VERB:
-        collector_off_until_exit()
+        plan_then_exit(args)
     return args.run(args)
 
 
-def collector_off_until_exit() -> None:
-    """A plan, run as this process's own command, turns the cyclic garbage collector off for good: the process ends
-    with the plan. Pulumi's SDK under mocks and the policy pack's analyzer allocate hundreds of thousands of objects,
-    and each full collection walks the heap pulumi-gcp's modules fill: they cost a cold `trainyard plan --stack dev`
-    about a second of its ~4.7 s of CPU. Pausing only around the work does not save it (re-enabled, the collector
-    walks what the run left, before exit); left off, the run's cycles stay until exit (peak RSS 258 -> 267 MB).
-    Calls with an argument list (tests, other code in a long-lived process) keep the collector as it is."""
+def plan_then_exit(args: argparse.Namespace) -> NoReturn:
+    """A plan run as this process's own command: the process ends with the plan, so what only frees memory is left
+    undone. Calls with an argument list (tests, other code in a long-lived process) plan as any verb runs.
+
+    - The cyclic garbage collector stays off. Pulumi's SDK under mocks and the policy pack's analyzer allocate
+      hundreds of thousands of objects, and each full collection walks the heap pulumi-gcp's modules fill: about a
+      second of a cold `trainyard plan --stack dev`'s ~4.7 s of CPU. Pausing only around the work does not save it
+      (re-enabled, the collector walks what the run left); left off, the run's cycles stay (peak RSS 258 -> 267 MB).
+    - The interpreter is not torn down: with the streams flushed and the atexit functions run (logging's flush,
+      the SDK's tracing shutdown), the process exits at once. Tearing down ~600,000 objects and modules took
+      another ~1.2 s (benchmarks/README.md, Preflight)."""
     gc.disable()
+    code = args.run(args)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: the report is lost either way
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 def unknown_verb(word: str) -> str:

@@ -102,22 +102,36 @@ def test_plan_json_on_stdout_is_the_plan_alone(tmp_path):
     assert result.stderr.rstrip().splitlines()[-1].startswith("trainyard: OK — ")
 
 
-def test_a_plan_as_the_process_own_command_runs_with_the_collector_off(monkeypatch):
-    """The console script and `python -m preflight` plan with the cyclic collector off until the process exits
-    (cli/main.py collector_off_until_exit); a call with an argument list, and any other verb, leave it as it was."""
+def test_a_plan_as_the_process_own_command_runs_with_the_collector_off_and_exits_at_once(monkeypatch):
+    """The console script and `python -m preflight` plan with the cyclic collector off, then run the atexit
+    functions and end the process without tearing the interpreter down (cli/main.py plan_then_exit); a call with an
+    argument list, and any other verb, run as always."""
+    import atexit
     import gc
+    import os
 
     from cli import catalog as cli_catalog
     from cli import main as cli_main
     from cli import plan as cli_plan
 
-    monkeypatch.setattr(cli_plan, "run", lambda args: gc.isenabled())
-    monkeypatch.setattr(cli_catalog, "run", lambda args: gc.isenabled())
+    ended: list[str] = []
+
+    def exit_now(code: int):
+        ended.append("exit")
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli_plan, "run", lambda args: 3 if gc.isenabled() else 4)
+    monkeypatch.setattr(cli_catalog, "run", lambda args: 3 if gc.isenabled() else 4)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: ended.append("atexit"))
+    monkeypatch.setattr(os, "_exit", exit_now)
     try:
-        assert cli_main.main(["--stack", "dev"]) is True
+        assert cli_main.main(["--stack", "dev"]) == 3
         monkeypatch.setattr(sys, "argv", ["trainyard", "catalog"])
-        assert cli_main.main() is True
+        assert cli_main.main() == 3
+        assert ended == []
         monkeypatch.setattr(sys, "argv", ["trainyard", "--stack", "dev"])
-        assert cli_main.main() is False
+        with pytest.raises(SystemExit) as exited:
+            cli_main.main()
+        assert exited.value.code == 4 and ended == ["atexit", "exit"]
     finally:
         gc.enable()
