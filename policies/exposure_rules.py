@@ -23,12 +23,12 @@ from components.facts.gke import (
 from policies.addresses import admits_the_internet, share_shown
 from policies.props import UNKNOWN, as_number, entries, is_true, is_unknown, items, lookup
 from policies.workloads import (
-    PATCH_SUFFIX,
     RAY_KINDS,
     containers,
     kind_of,
     namespace_of,
     object_name,
+    patched_kind,
     pod_templates,
     ray_cluster_spec,
     ray_node_templates,
@@ -231,7 +231,7 @@ def ray_head_not_routed(args: StackValidationArgs, report_violation: ReportViola
                 named_heads.add((namespace_of(resource.props), name))
     for resource in args.resources:
         kind = kind_of(resource.resource_type) or ""
-        for namespace, name in _backends(kind.removesuffix(PATCH_SUFFIX), resource.props):
+        for namespace, name in _backends(patched_kind(kind), resource.props):
             service = services.get((namespace, name))
             made_by_kuberay = (namespace, name) in named_heads or name.endswith(HEAD_SERVICE_SUFFIX)
             if _selects_ray_head(service) if service is not None else made_by_kuberay:

@@ -17,7 +17,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from policies.props import items, lookup
-from policies.workloads import PATCH_SUFFIX, kind_of, namespace_of, object_name
+from policies.workloads import base_kind, namespace_of, object_name
 
 READ_VERBS = frozenset({"get", "list", "watch"})
 ESCALATION_VERBS = ("escalate", "bind", "impersonate")
@@ -32,12 +32,6 @@ USER_FACING_ROLES = {
     "admin": "read and write every Secret, exec into every pod, impersonate service accounts and grant roles",
     "edit": "read and write every Secret, exec into every pod and impersonate service accounts",
 }
-
-
-def base_kind(resource_type: str) -> str | None:
-    """The kind a resource or its server-side-apply patch is (`ClusterRolePatch` -> `ClusterRole`)."""
-    kind = kind_of(resource_type)
-    return kind.removesuffix(PATCH_SUFFIX) if kind else None
 
 
 def _words(rule: Any, key: str) -> set[str]:

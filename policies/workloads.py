@@ -42,6 +42,17 @@ def kind_of(resource_type: str) -> str | None:
     return resource_type.rsplit(":", 1)[-1]
 
 
+def patched_kind(kind: str) -> str:
+    """The kind a server-side-apply patch kind sets (`DaemonSetPatch` -> `DaemonSet`); any other kind as it is."""
+    return kind.removesuffix(PATCH_SUFFIX)
+
+
+def base_kind(resource_type: str) -> str | None:
+    """The Kubernetes kind a resource is or patches; None for non-Kubernetes types."""
+    kind = kind_of(resource_type)
+    return patched_kind(kind) if kind else None
+
+
 @dataclass(frozen=True)
 class PodTemplate:
     where: str
@@ -64,7 +75,7 @@ def ray_cluster_spec(kind: str, props: Any) -> Any:
 
 def pod_templates(kind: str, props: Any) -> list[PodTemplate]:
     """Every pod spec the object would create (or a patch of it would set), with where it sits."""
-    kind = kind.removesuffix(PATCH_SUFFIX)
+    kind = patched_kind(kind)
     templates: list[PodTemplate] = []
     for path in _POD_SPEC_PATHS.get(kind, ()):
         spec = lookup(props, path)
