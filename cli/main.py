@@ -28,6 +28,8 @@ DEFAULT_VERB = "plan"
 JOB_VERB = "job"
 VERB_MODULES = {"plan": plan, "diff": diff, "forecast": forecast, "catalog": catalog, "schema": schema}
 VERBS = (*VERB_MODULES, JOB_VERB)
+# Verbs that plan and end: run as the process's own command, they skip what only frees memory (run_then_exit).
+PLANNING_VERBS = (DEFAULT_VERB, "diff")
 EXIT_USAGE = 2
 
 EPILOG = """\
@@ -76,14 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         print(unknown_verb(argv[0]), file=sys.stderr)
         return EXIT_USAGE
     args = build_parser(prog_name()).parse_args(with_verb(argv))
-    if own_command_line and args.verb == DEFAULT_VERB:
-        plan_then_exit(args)
+    if own_command_line and args.verb in PLANNING_VERBS:
+        run_then_exit(args)
     return args.run(args)
 
 
-def plan_then_exit(args: argparse.Namespace) -> NoReturn:
-    """A plan run as this process's own command: the process ends with the plan, so what only frees memory is left
-    undone. Calls with an argument list (tests, other code in a long-lived process) plan as any verb runs.
+def run_then_exit(args: argparse.Namespace) -> NoReturn:
+    """A plan (or a diff's two) run as this process's own command: the process ends with it, so what only frees
+    memory is left undone. Calls with an argument list (tests, other code in a long-lived process) run as always.
 
     - The cyclic garbage collector stays off. Pulumi's SDK under mocks and the policy pack's analyzer allocate
       hundreds of thousands of objects, and each full collection walks the heap pulumi-gcp's modules fill: about a

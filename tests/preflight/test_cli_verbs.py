@@ -103,14 +103,15 @@ def test_plan_json_on_stdout_is_the_plan_alone(tmp_path):
 
 
 def test_a_plan_as_the_process_own_command_runs_with_the_collector_off_and_exits_at_once(monkeypatch):
-    """The console script and `python -m preflight` plan with the cyclic collector off, then run the atexit
-    functions and end the process without tearing the interpreter down (cli/main.py plan_then_exit); a call with an
-    argument list, and any other verb, run as always."""
+    """The console script and `python -m preflight` plan (and diff) with the cyclic collector off, then run the
+    atexit functions and end the process without tearing the interpreter down (cli/main.py run_then_exit); a call
+    with an argument list, and any other verb, run as always."""
     import atexit
     import gc
     import os
 
     from cli import catalog as cli_catalog
+    from cli import diff as cli_diff
     from cli import main as cli_main
     from cli import plan as cli_plan
 
@@ -122,6 +123,7 @@ def test_a_plan_as_the_process_own_command_runs_with_the_collector_off_and_exits
 
     monkeypatch.setattr(cli_plan, "run", lambda args: 3 if gc.isenabled() else 4)
     monkeypatch.setattr(cli_catalog, "run", lambda args: 3 if gc.isenabled() else 4)
+    monkeypatch.setattr(cli_diff, "run", lambda args: 3 if gc.isenabled() else 4)
     monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: ended.append("atexit"))
     monkeypatch.setattr(os, "_exit", exit_now)
     try:
@@ -133,5 +135,10 @@ def test_a_plan_as_the_process_own_command_runs_with_the_collector_off_and_exits
         with pytest.raises(SystemExit) as exited:
             cli_main.main()
         assert exited.value.code == 4 and ended == ["atexit", "exit"]
+        gc.enable()
+        monkeypatch.setattr(sys, "argv", ["trainyard", "diff", "--base", "HEAD"])
+        with pytest.raises(SystemExit) as exited:
+            cli_main.main()
+        assert exited.value.code == 4 and ended == ["atexit", "exit"] * 2
     finally:
         gc.enable()
