@@ -71,6 +71,12 @@ def tpu_generations() -> list[dict[str, Any]]:
             "gkeAccelerator": generation.gke_accelerator,
             "hbmBytesPerChip": generation.hbm_bytes_per_chip,
             "peakBf16FlopsPerChip": generation.peak_bf16_flops_per_chip,
+            "devicesPerChip": generation.devices_per_chip,
+            "sliceNameCounts": str(generation.slice_naming),
+            "nicsPerVm": generation.nics_per_vm,
+            "multiHostPlacement": str(generation.multi_host_placement),
+            "minGkeVersion": generation.min_gke_version,
+            "capacities": [str(mode) for mode in generation.capacities],
         }
         for generation in topology.TPU_GENERATIONS.values()
     ]
@@ -205,14 +211,24 @@ def render(data: dict[str, Any]) -> str:
     )
     lines += ["", "TPU generations:"]
     lines += table(
-        ["gen", "GKE accelerator", "HBM/chip", "bf16 peak/chip"],
+        ["gen", "GKE accelerator", "HBM/chip", "bf16 peak/chip", "JAX devices/chip", "NICs/VM"],
         [
             [
                 g["generation"],
                 g["gkeAccelerator"],
                 f"{g['hbmBytesPerChip'] / GB:.0f} GB",
                 f"{g['peakBf16FlopsPerChip'] / 1e12:,.0f} TFLOP/s",
+                g["devicesPerChip"],
+                g["nicsPerVm"],
             ]
+            for g in data["tpuGenerations"]
+        ],
+    )
+    lines += ["", "TPU generations on GKE (how multi-host pools are placed, the oldest GKE, capacity modes):"]
+    lines += table(
+        ["gen", "multi-host", "GKE from", "capacity"],
+        [
+            [g["generation"], g["multiHostPlacement"], g["minGkeVersion"], ", ".join(g["capacities"])]
             for g in data["tpuGenerations"]
         ],
     )

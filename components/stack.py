@@ -47,7 +47,12 @@ class TrainyardStack(pulumi.ComponentResource):
         self.node_identities = NodeIdentities("node-identities", identities, child)
         cluster = ClusterArgs(config.project, config.zone, config.cluster, self.networks, self.node_identities)
         self.cluster = Cluster("cluster", cluster, child)
-        tpu_slices = TpuSlicesArgs(config.tpu_slices, self._placement(config, "tpu", self.networks.dcn))
+        tpu_slices = TpuSlicesArgs(
+            config.tpu_slices,
+            self._placement(config, "tpu", self.networks.dcn),
+            region=config.region,
+            name_prefix=config.cluster.name,
+        )
         self.tpu_slices = TpuSlices("tpu-slices", tpu_slices, child)
         # The gVNIC NIC first (eth1), then the RDMA NICs (eth2..): the order pods' interfaces follow.
         gpu_networks = self.networks.gvnic + self.networks.rdma

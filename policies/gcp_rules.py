@@ -92,7 +92,8 @@ def tpu_queued_provisioning(args: ResourceValidationArgs, report_violation: Repo
 
 
 def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Multi-host TPU pools: COMPACT placement with tpuTopology, in one zone, sized to the slice's VMs.
+    """Multi-host TPU pools: COMPACT placement with tpuTopology, in one zone, sized to the slice's VMs; a generation
+    GKE places by workload policy (TPU7x) names one in policyName; a single-host pool takes no placement policy.
 
     A slice is only formed when GKE places every VM of the topology together; a pool with more or fewer
     nodes than the topology's VMs never becomes a usable slice (a 4x4 of ct6e-standard-4t is 4 VMs).
@@ -103,8 +104,24 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
     if facts.tpu_error:
         report_violation(f"pool '{facts.name}': placementPolicy.tpuTopology: {facts.tpu_error}", None)
         return
-    if facts.tpu_slice is None or not facts.tpu_slice.multi_host:
+    if facts.tpu_slice is None:
         return
+    if not facts.tpu_slice.multi_host:
+        if lookup(args.props, "placementPolicy") not in (None, {}):
+            report_violation(
+                f"pool '{facts.name}': a single-host {facts.tpu_slice.pod_type} pool takes no placementPolicy; GKE "
+                'refuses it ("TPU topology can\'t be specified with single-host TPU slice pool").',
+                None,
+            )
+        return
+    policy_name = lookup(args.props, "placementPolicy.policyName")
+    if facts.tpu_slice.workload_policy and not policy_name and not is_unknown(policy_name):
+        report_violation(
+            f"pool '{facts.name}': a multi-host {facts.tpu_slice.pod_type} pool needs a HIGH_THROUGHPUT workload "
+            "policy in placementPolicy.policyName; GKE refuses a compact placement policy for "
+            f'{facts.machine_type} ("Use workload policy instead").',
+            None,
+        )
     vms = facts.tpu_slice.vms
     placement_type = lookup(args.props, "placementPolicy.type")
     if not is_unknown(placement_type) and placement_type != "COMPACT":

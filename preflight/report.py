@@ -180,7 +180,7 @@ def maxtext_mesh(job: MaxTextJobConfig, group: TpuSliceConfig) -> str:
     (workloads/maxtext/parallelism.py), for the most slices the job runs on."""
     try:
         overrides = parse_overrides(maxtext_arguments(job, group))
-        mesh = check_parallelism(overrides, group.slice.chips, slice_range(job, group)[1])
+        mesh = check_parallelism(overrides, group.slice.devices, slice_range(job, group)[1])
     except (ValueError, ParallelismError) as error:
         return f"not resolved ({error})"
     kinds = [(kind, axes) for kind, axes in (("ici", mesh.ici), ("dcn", mesh.dcn)) if axes]

@@ -22,7 +22,8 @@ VERSION_TAG = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
 QUANTITY = r"^[0-9]+(\.[0-9]+)?([KMGTPE]i|[numkMGTPE]|[eE][-+]?[0-9]+)?$"
 PROJECT_ID = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
 REGION = r"^[a-z]+-[a-z]+[0-9]+$"
-ZONE = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+# A zone, or an AI zone (us-central1-ai1a: https://docs.cloud.google.com/compute/docs/regions-zones/ai-zones)
+ZONE = r"^[a-z]+-[a-z]+[0-9]+-([a-z]|ai[0-9]+[a-z])$"
 STACK_NAME = r"^[A-Za-z0-9_.-]{1,100}$"  # what the Pulumi CLI accepts for a stack name
 GKE_VERSION = r"^1\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?$"  # a minor ("1.35") or a full GKE version ("1.35.2-gke.1842000")
 MODEL_NAME = r"^[a-z0-9][-a-z0-9.]*$"
@@ -45,7 +46,7 @@ PATTERN_WORDS = {
     QUANTITY: "a Kubernetes quantity such as 8, 500m, 16Gi or 200G",
     PROJECT_ID: "a project ID: 6 to 30 lowercase letters, digits and '-', starting with a letter, not ending with '-'",
     REGION: "a region such as us-east5",
-    ZONE: "a zone such as us-east5-b",
+    ZONE: "a zone such as us-east5-b, or an AI zone such as us-central1-ai1a",
     STACK_NAME: "up to 100 letters, digits, '_', '.' and '-'",
     GKE_VERSION: "a GKE minor such as 1.35, or a full version such as 1.35.2-gke.1842000",
     MODEL_NAME: "lowercase letters, digits, '-' and '.', starting with a letter or digit (a MaxText model name)",

@@ -18,11 +18,11 @@ from components.config.cloud_checks import (
     pod_range_problems,
 )
 from components.config.job_checks import job_problems
-from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig
+from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.facts import cloud_rules, gcp_names, topology
 from components.facts.capacity import Capacity
-from components.facts.gke import FLEX_START_COMPACT_MACHINES
+from components.facts.gke import FLEX_START_COMPACT_MACHINES, gke_version_below
 
 MIN_KUBERNETES = (1, 34)  # resource.k8s.io/v1 (DRANET claims) and GKE managed DRANET
 
@@ -208,15 +208,45 @@ def _tpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(f"{path}.generation", group.generation, reason(error, group.generation))
             continue
         if group.topology not in generation.topologies:
-            allowed = ", ".join(generation.topologies)
             yield ConfigProblem(
-                f"{path}.topology", group.topology, f"is not a {generation.name} topology (allowed: {allowed})"
+                f"{path}.topology",
+                group.topology,
+                f"is not a {generation.name} topology (allowed: {generation.topologies_allowed})",
             )
             continue
         try:
             topology.tpu_slice(group.generation, group.topology, group.machine_type)
         except topology.TopologyError as error:
             yield ConfigProblem(f"{path}.machineType", group.machine_type, reason(error, group.machine_type))
+        yield from _generation_problems(config, path, group, generation)
+
+
+def _generation_problems(
+    config: StackConfig, path: str, group: TpuSliceConfig, generation: topology.TpuGeneration
+) -> Iterator[ConfigProblem]:
+    """What GKE refuses for this generation: a capacity mode it does not offer, a cluster older than its floor, more
+    DCN networks than its VMs have NICs for."""
+    if group.capacity not in generation.capacities:
+        offered = ", ".join(generation.capacities)
+        yield ConfigProblem(
+            f"{path}.capacity", group.capacity, f"is not offered for {generation.name} pools (allowed: {offered})"
+        )
+    if gke_version_below(config.cluster.version, generation.min_gke_version):
+        yield ConfigProblem(
+            "trainyard:cluster.version",
+            config.cluster.version,
+            f"is older than {generation.name} needs ({path}): GKE runs {generation.name} from "
+            f"{generation.min_gke_version} (allowed: {generation.min_gke_version} or later, or a later minor)",
+        )
+    dcn_networks = len(config.network.dcn_ranges)
+    if group.count > 1 and dcn_networks > generation.max_attached_networks:
+        yield ConfigProblem(
+            "trainyard:network.dcnRanges",
+            [str(cidr) for cidr in config.network.dcn_ranges],
+            f"has {dcn_networks} ranges, one network each, but a {generation.name} VM has {generation.nics_per_vm} "
+            f"NICs, its primary one included ({path} is multislice; allowed: at most "
+            f"{generation.max_attached_networks} ranges)",
+        )
 
 
 def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -50,7 +50,7 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         range_problems = list(_slice_range_problems(path, job, group.count))
         yield from range_problems
         try:
-            chips = group.slice.chips
+            devices = group.slice.devices
         except topology.TopologyError:
             continue  # reported against the slice group
         axis_problems = [*_axis_problems(f"{path}.ici", job.ici), *_axis_problems(f"{path}.dcn", job.dcn)]
@@ -59,7 +59,7 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         if range_problems or axis_problems:
             continue
         job_range = maxtext.job_slice_range(group.count, job.min_slices, job.max_slices)
-        for kind, message in maxtext.mesh_errors(job.ici, job.dcn, extra_args, chips, job_range).items():
+        for kind, message in maxtext.mesh_errors(job.ici, job.dcn, extra_args, devices, job_range).items():
             yield ConfigProblem(f"{path}.{kind}", getattr(job, kind), f"cannot run: {message}")
     for index, job in enumerate(config.jobs.fsdp):
         if not job.enabled:

@@ -149,11 +149,9 @@ class NetworkConfig(ConfigModel):
     """Secondary range for pods; GKE gives each node a /24, so it bounds how many nodes the pools may reach."""
     service_range: Cidr = IPv4Network("10.65.0.0/19")
     """Secondary range for Services."""
-    dcn_ranges: tuple[Cidr, Cidr] = (
-        IPv4Network("10.50.0.0/16"),
-        IPv4Network("10.60.0.0/16"),
-    )
-    """Subnet ranges of the two TPU DCN VPCs (created only for multislice groups)."""
+    dcn_ranges: tuple[Cidr, ...] = Field((IPv4Network("10.50.0.0/16"), IPv4Network("10.60.0.0/16")), min_length=1)
+    """Subnet ranges of the TPU DCN VPCs, one VPC each (created only for multislice groups): each multislice VM
+    attaches every one with a NIC of its own (v6e has room for 3, TPU7x for 1)."""
     gvnic_range: Cidr = IPv4Network("192.168.0.0/24")
     """Subnet range of the A4 gVNIC VPC (created only with GPU pools)."""
     rdma_ranges: tuple[Cidr, ...] = Field(default_factory=_seed_rdma_ranges)
@@ -172,9 +170,10 @@ class TpuSliceConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)  # and its pools <name>-<i> too (checks)
     """Name of the slice group; its node pools are `<name>-0`, `<name>-1`, ..."""
     generation: str = "v6e"
-    """TPU generation."""
+    """TPU generation: v6e or tpu7x (one record each in components/facts/topology.py; `trainyard catalog` lists
+    them)."""
     topology: str
-    """Slice topology such as 4x4; chips, VMs and the machine type follow from it."""
+    """Slice topology such as 4x4 (v6e) or 2x2x4 (tpu7x); chips, VMs and the machine type follow from it."""
     count: Int = Field(1, ge=1)
     """How many slices of this shape (one node pool each); more than one makes the group multislice."""
     machine_type: str | None = None

@@ -75,3 +75,13 @@ def service_account_id(prefix: str, role: str) -> str:
     digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
     room = SERVICE_ACCOUNT_ID_MAX - len(role) - len(digest) - 2
     return f"{prefix[:room].rstrip('-')}-{digest}-{role}"
+
+
+def compute_name(*parts: str) -> str:
+    """A Compute Engine name of `parts` joined by '-', cut to 63 characters with a hash of the whole kept when longer,
+    so two long names stay apart."""
+    name = "-".join(parts)
+    if len(name) <= COMPUTE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: COMPUTE_NAME_MAX - len(digest) - 1].rstrip('-')}-{digest}"

@@ -6,6 +6,7 @@ typed twice drifts. Policies still re-derive what they check from the plan; they
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 # Extended resources the device plugins advertise; GKE also taints accelerator nodes with these keys.
@@ -143,3 +144,15 @@ ARGUMENT_BYTES_LIMIT = 1_048_576
 # backend, managed Prometheus, the Ray operator and GCS FUSE webhooks...): GKE publishes no count; an assumption
 # with room, stated in docs/cloud-facts.md.
 GKE_SYSTEM_SERVICES = 16
+
+
+def gke_version_key(version: str) -> tuple[int, ...]:
+    """`1.34.0-gke.2201000` -> (1, 34, 0, 2201000); a minor such as `1.35` -> (1, 35)."""
+    return tuple(int(part) for part in re.findall(r"[0-9]+", version))
+
+
+def gke_version_below(version: str, floor: str) -> bool:
+    """Whether a cluster version is older than a floor; a minor (`1.34`) is compared with the floor's minor, since
+    GKE gives it a current patch of that minor (docs/cloud-facts.md: accelerators' GKE versions)."""
+    key = gke_version_key(version)
+    return key < gke_version_key(floor)[: len(key)]

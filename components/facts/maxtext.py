@@ -86,6 +86,8 @@ def slice_flags(tpu: TpuSlice, slices: int) -> list[str]:
         "--hosts-per-slice": str(tpu.vms),
         "--chips-per-host": str(tpu.chips_per_vm),
     }
+    if tpu.generation.devices_per_chip != 1:
+        flags["--devices-per-chip"] = str(tpu.generation.devices_per_chip)
     return [word for flag in flags.items() for word in flag]
 
 
@@ -103,11 +105,11 @@ def mesh_sizes(sizes: Mapping[str, int], fill_axis: str, target: int | None) -> 
 
 
 def parallelism_arguments(
-    ici: Mapping[str, int], dcn: Mapping[str, int], chips_per_slice: int, slice_range: tuple[int, int]
+    ici: Mapping[str, int], dcn: Mapping[str, int], devices_per_slice: int, slice_range: tuple[int, int]
 ) -> dict[str, int]:
     """MaxText's `<kind>_<axis>_parallelism` arguments; an elastic job's DCN fill axis stays -1."""
     lowest, highest = slice_range
-    ici_sizes = mesh_sizes(ici, ICI_FILL_AXIS, chips_per_slice)
+    ici_sizes = mesh_sizes(ici, ICI_FILL_AXIS, devices_per_slice)
     dcn_sizes = mesh_sizes(dcn, DCN_FILL_AXIS, highest if lowest == highest else None)
     return {
         **{f"ici_{axis}_parallelism": size for axis, size in sorted(ici_sizes.items())},
@@ -119,7 +121,7 @@ def mesh_errors(
     ici: Mapping[str, int],
     dcn: Mapping[str, int],
     extra_args: Mapping[str, str],
-    chips_per_slice: int,
+    devices_per_slice: int,
     slice_range: tuple[int, int],
 ) -> dict[str, str]:
     """Why the trainer's own check (MaxText's rules) refuses each kind of the mesh ("ici", "dcn") on some
@@ -131,7 +133,7 @@ def mesh_errors(
     for kind, sizes in configured.items():
         overrides = dict(extra_args) | {f"{kind}_{axis}_parallelism": str(size) for axis, size in sizes.items()}
         try:
-            check_elastic_parallelism(overrides, chips_per_slice, range(lowest, highest + 1))
+            check_elastic_parallelism(overrides, devices_per_slice, range(lowest, highest + 1))
         except ParallelismError as error:
             errors[kind] = str(error)
     return errors

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from components.facts import gke
+from components.facts.capacity import TPU_CAPACITIES, Capacity
 
 
 class TopologyError(ValueError):
@@ -19,43 +21,130 @@ class TopologyError(ValueError):
 
 
 @dataclass(frozen=True)
+class ZoneTable:
+    """The zones GCP lists as offering an accelerator, with the page and the date they were read (components/facts/
+    zones.py explains what a stack does with a zone outside it)."""
+
+    accelerator: str
+    zones: frozenset[str]
+    read_on: str
+    source: str
+
+
+@dataclass(frozen=True)
+class TpuMachine:
+    """One TPU VM machine type: its chips and what it holds for pods (Compute Engine's machine table)."""
+
+    chips: int
+    vcpus: int
+    memory_gib: int
+
+
+class MultiHostPlacement(StrEnum):
+    """How GKE places the VMs of a multi-host slice pool.
+
+    COMPACT: a compact placement policy naming the slice's `tpuTopology` (v6e and earlier).
+    WORKLOAD_POLICY: a HIGH_THROUGHPUT workload policy (a Compute Engine resource policy) whose accelerator topology
+    is the slice's; GKE refuses a compact placement policy for these machines (TPU7x).
+    """
+
+    COMPACT = "compact"
+    WORKLOAD_POLICY = "workload-policy"
+
+
+class SliceNaming(StrEnum):
+    """What the number in a slice's TPU name counts: chips (v6e-16 is 16 chips) or TensorCores (tpu7x-16 is 8
+    chips of two TensorCores)."""
+
+    CHIPS = "chips"
+    TENSORCORES = "tensorcores"
+
+
+@dataclass(frozen=True)
 class TpuGeneration:
-    name: str
-    gke_accelerator: str
-    ray_accelerator_type: str
-    hbm_bytes_per_chip: int
-    peak_bf16_flops_per_chip: float
-    chips_per_machine_type: dict[str, int]
+    """One TPU generation: every fact any layer reads about it, so adding a generation is adding one record
+    (docs/development.md: adding an accelerator; tests/components/facts/test_accelerator_records.py checks each
+    record is complete and that a stack plans on it)."""
+
+    name: str  # the config's `generation`
+    gke_accelerator: str  # GKE's node label cloud.google.com/gke-tpu-accelerator
+    ray_accelerator_type: str  # Ray's accelerator type (ray.util.accelerators)
+    machines: dict[str, TpuMachine]
     # Allowed machine types per topology; the first is the default.
     machine_types_by_topology: dict[str, tuple[str, ...]]
-    # Per chip, for the forecast (docs/cloud-facts.md: TPU v6e for the forecast): HBM bandwidth, what a chip
-    # sends over its ICI links at once (half the bidirectional figure) and its share of the hosts' DCN NICs.
-    hbm_bytes_per_s_per_chip: float = 0.0
-    ici_bytes_per_s_per_chip: float = 0.0
-    dcn_bytes_per_s_per_chip: float = 0.0
+    hbm_bytes_per_chip: int
     # HBM a chip leaves a compiled program, as libtpu's compiler states it when a program does not fit
     # ("exceeds available HBM (31.24G)", libtpu of the pinned MaxText compiling for v6e; XLA's G is 2**30 bytes).
-    usable_hbm_bytes_per_chip: float = 0.0
+    usable_hbm_bytes_per_chip: float
+    peak_bf16_flops_per_chip: float
+    # Per chip, for the forecast (docs/cloud-facts.md: TPU generations for the forecast): HBM bandwidth, what a chip
+    # sends over its ICI links at once (half the bidirectional figure) and its share of the hosts' DCN NICs.
+    hbm_bytes_per_s_per_chip: float
+    ici_bytes_per_s_per_chip: float
+    dcn_bytes_per_s_per_chip: float
+    tensorcores_per_chip: int
+    devices_per_chip: int  # JAX devices per chip: what MaxText's mesh counts
+    slice_naming: SliceNaming
+    nics_per_vm: int  # the VM's NICs, its primary one included: a pool attaches at most nics_per_vm - 1 networks
+    numa_nodes_per_vm: int
+    multi_host_placement: MultiHostPlacement
+    min_gke_version: str  # the oldest GKE Standard version that runs the generation
+    capacities: tuple[Capacity, ...]  # the capacity modes GKE offers its pools, in the order the reference lists them
+    zones: ZoneTable
+    sources: tuple[str, ...]  # the public pages the record's figures come from
 
     @property
     def topologies(self) -> tuple[str, ...]:
         return tuple(self.machine_types_by_topology)
 
+    @property
+    def chips_per_machine_type(self) -> dict[str, int]:
+        return {machine_type: machine.chips for machine_type, machine in self.machines.items()}
 
+    @property
+    def topologies_allowed(self) -> str:
+        """The topologies as a message's "allowed" names them: every one, or the first few and how many more."""
+        shown = self.topologies[:_LISTED_TOPOLOGIES]
+        more = len(self.topologies) - len(shown)
+        return ", ".join(shown) + (f" and {more} more (`trainyard catalog` lists them)" if more else "")
+
+    @property
+    def max_attached_networks(self) -> int:
+        """Networks a pool may attach beyond the VM's primary one (each takes one of its NICs)."""
+        return self.nics_per_vm - 1
+
+
+def cube_topologies(max_cubes: int) -> tuple[str, ...]:
+    """3-D slice topologies built of 4x4x4 cubes (AxBxC, each a multiple of 4, A <= B <= C, at most `max_cubes`
+    cubes), after the sub-cube shapes 2x2x1, 2x2x2, 2x2x4 and 2x4x4: how AI-Hypercomputer/xpk lists TPU7x's
+    (src/xpk/core/system_characteristics.py, generate_tpu_topologies)."""
+    shapes = ["2x2x1", "2x2x2", "2x2x4", "2x4x4"]
+    edges = range(4, 257, 4)
+    shapes += [
+        f"{a}x{b}x{c}"
+        for a in edges
+        for b in edges
+        if b >= a
+        for c in edges
+        if c >= b and (a // 4) * (b // 4) * (c // 4) <= max_cubes
+    ]
+    return tuple(shapes)
+
+
+_LISTED_TOPOLOGIES = 12
 _V6E_4T = "ct6e-standard-4t"
+_TPU7X_4T = "tpu7x-standard-4t"
 
 TPU_GENERATIONS: dict[str, TpuGeneration] = {
     "v6e": TpuGeneration(
         name="v6e",
         gke_accelerator="tpu-v6e-slice",
         ray_accelerator_type="TPU-V6E",
-        hbm_bytes_per_chip=32 * 10**9,
-        peak_bf16_flops_per_chip=918e12,
-        hbm_bytes_per_s_per_chip=1638e9,
-        ici_bytes_per_s_per_chip=400e9,  # 800 GB/s both directions over 4 ports
-        dcn_bytes_per_s_per_chip=12.5e9,  # 25.6 Tb/s per 256-chip pod
-        usable_hbm_bytes_per_chip=31.24 * 2**30,
-        chips_per_machine_type={"ct6e-standard-1t": 1, _V6E_4T: 4, "ct6e-standard-8t": 8},
+        machines={
+            "ct6e-standard-1t": TpuMachine(chips=1, vcpus=44, memory_gib=176),
+            _V6E_4T: TpuMachine(chips=4, vcpus=180, memory_gib=720),
+            "ct6e-standard-8t": TpuMachine(chips=8, vcpus=180, memory_gib=1440),
+        },
         machine_types_by_topology={
             "1x1": ("ct6e-standard-1t",),
             "2x2": (_V6E_4T,),
@@ -66,6 +155,67 @@ TPU_GENERATIONS: dict[str, TpuGeneration] = {
             "8x16": (_V6E_4T,),
             "16x16": (_V6E_4T,),
         },
+        hbm_bytes_per_chip=32 * 10**9,
+        usable_hbm_bytes_per_chip=31.24 * 2**30,
+        peak_bf16_flops_per_chip=918e12,
+        hbm_bytes_per_s_per_chip=1638e9,
+        ici_bytes_per_s_per_chip=400e9,  # 800 GB/s both directions over 4 ports
+        dcn_bytes_per_s_per_chip=12.5e9,  # 100 Gb/s per chip (25.6 Tb/s per 256-chip pod)
+        tensorcores_per_chip=1,
+        devices_per_chip=1,
+        slice_naming=SliceNaming.CHIPS,
+        nics_per_vm=4,  # 4 x 200 Gb/s per host
+        numa_nodes_per_vm=1,
+        multi_host_placement=MultiHostPlacement.COMPACT,
+        min_gke_version="1.31.2-gke.1115000",
+        capacities=TPU_CAPACITIES,
+        zones=ZoneTable(
+            accelerator="TPU v6e",
+            zones=frozenset(
+                {"us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a", "asia-northeast1-b"}
+            ),
+            read_on="2026-11-24",
+            source="https://cloud.google.com/tpu/docs/regions-zones (asia-northeast1-b: "
+            "https://cloud.google.com/kubernetes-engine/docs/concepts/dws)",
+        ),
+        sources=(
+            "https://cloud.google.com/tpu/docs/v6e",
+            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gcp-gke-tpu-cluster.html (GKE version)",
+        ),
+    ),
+    "tpu7x": TpuGeneration(
+        name="tpu7x",
+        gke_accelerator="tpu7x",
+        ray_accelerator_type="TPU-V7X",
+        machines={_TPU7X_4T: TpuMachine(chips=4, vcpus=224, memory_gib=960)},
+        machine_types_by_topology=dict.fromkeys(cube_topologies(max_cubes=144), (_TPU7X_4T,)),
+        hbm_bytes_per_chip=192 * 2**30,
+        # libtpu's figure for TPU7x is not published: v6e's share (31.24 of 32 GiB) of 192 GiB, an assumption
+        # (docs/cloud-facts.md: TPU7x) until a fit check on TPU7x states it.
+        usable_hbm_bytes_per_chip=192 * 2**30 * 31.24 / 32,
+        peak_bf16_flops_per_chip=2307e12,
+        hbm_bytes_per_s_per_chip=7380e9,
+        ici_bytes_per_s_per_chip=600e9,  # 1,200 GB/s both directions
+        dcn_bytes_per_s_per_chip=12.5e9,  # 100 Gb/s per chip
+        tensorcores_per_chip=2,
+        devices_per_chip=2,  # two chiplets, each its own JAX device
+        slice_naming=SliceNaming.TENSORCORES,
+        nics_per_vm=2,
+        numa_nodes_per_vm=2,
+        multi_host_placement=MultiHostPlacement.WORKLOAD_POLICY,
+        min_gke_version="1.34.0-gke.2201000",
+        capacities=TPU_CAPACITIES,
+        zones=ZoneTable(
+            accelerator="TPU7x",
+            zones=frozenset({"us-central1-c", "us-central1-ai1a"}),
+            read_on="2026-11-28",
+            source="https://docs.cloud.google.com/tpu/docs/regions-zones",
+        ),
+        sources=(
+            "https://docs.cloud.google.com/tpu/docs/tpu7x",
+            "https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood",
+            "AI-Hypercomputer/xpk src/xpk/core/system_characteristics.py (topologies, slice names)",
+        ),
     ),
 }
 
@@ -96,9 +246,22 @@ class TpuSlice:
         return self.vms > 1
 
     @property
+    def devices(self) -> int:
+        """JAX devices in the slice: what MaxText's ICI mesh divides."""
+        return self.chips * self.generation.devices_per_chip
+
+    @property
+    def workload_policy(self) -> bool:
+        """A multi-host slice of a generation GKE places by workload policy; a single-host pool takes no policy."""
+        return self.multi_host and self.generation.multi_host_placement is MultiHostPlacement.WORKLOAD_POLICY
+
+    @property
     def pod_type(self) -> str:
-        """The slice's name in TPU terms (v6e-16), as Ray labels it."""
-        return f"{self.generation.name}-{self.chips}"
+        """The slice's name in TPU terms (v6e-16: chips; tpu7x-16: TensorCores), as Ray labels it."""
+        count = self.chips
+        if self.generation.slice_naming is SliceNaming.TENSORCORES:
+            count *= self.generation.tensorcores_per_chip
+        return f"{self.generation.name}-{count}"
 
     @property
     def node_selector(self) -> dict[str, str]:
@@ -149,7 +312,7 @@ def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -
     gen = tpu_generation(generation)
     allowed = gen.machine_types_by_topology.get(topology)
     if allowed is None:
-        raise TopologyError(f"{topology!r} is not a {gen.name} topology (allowed: {', '.join(gen.topologies)})")
+        raise TopologyError(f"{topology!r} is not a {gen.name} topology (allowed: {gen.topologies_allowed})")
     if machine_type is None:
         machine_type = allowed[0]
     elif machine_type not in allowed:
@@ -223,13 +386,23 @@ class MachineShape:
     memory_gib: int
 
 
-# Accelerator machines, from Compute Engine's machine-type tables.
+# GPU machines, from Compute Engine's machine-type tables (each TPU generation's are on its record).
 _ACCELERATOR_SHAPES = {
-    "ct6e-standard-1t": (44, 176),
-    "ct6e-standard-4t": (180, 720),
-    "ct6e-standard-8t": (180, 1440),
     "a4-highgpu-8g": (224, 3968),
 }
+
+
+def _accelerator_shapes() -> dict[str, tuple[int, int]]:
+    """vCPUs and memory of every accelerator machine: the TPU records' (read when asked, so a record added at run
+    time counts) and the GPU machines'."""
+    tpu_machines = {
+        machine_type: (machine.vcpus, machine.memory_gib)
+        for generation in TPU_GENERATIONS.values()
+        for machine_type, machine in generation.machines.items()
+    }
+    return {**tpu_machines, **_ACCELERATOR_SHAPES}
+
+
 # General-purpose families: <family>-<class>-<vCPUs>, memory per vCPU by family and class.
 _GIB_PER_VCPU = {
     "e2": {"standard": 4, "highmem": 8, "highcpu": 1},
@@ -264,8 +437,9 @@ _SIZES: dict[tuple[str, str], tuple[int, ...]] = {
 
 def machine_shape(machine_type: str) -> MachineShape:
     """vCPUs and memory of a machine type; TopologyError names what is known."""
-    if machine_type in _ACCELERATOR_SHAPES:
-        vcpus, memory_gib = _ACCELERATOR_SHAPES[machine_type]
+    accelerator_shapes = _accelerator_shapes()
+    if machine_type in accelerator_shapes:
+        vcpus, memory_gib = accelerator_shapes[machine_type]
         return MachineShape(machine_type, vcpus, memory_gib)
     family, _, rest = machine_type.partition("-")
     machine_class, _, size = rest.partition("-")
@@ -274,7 +448,7 @@ def machine_shape(machine_type: str) -> MachineShape:
     if per_vcpu is None:
         families = sorted({f"{f}-{c}-<vCPUs>" for f, classes in _GIB_PER_VCPU.items() for c in classes})
         raise TopologyError(
-            f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*_ACCELERATOR_SHAPES, *families])})"
+            f"{machine_type!r} has no known vCPU/memory shape (allowed: {', '.join([*accelerator_shapes, *families])})"
         )
     if not size.isdigit() or int(size) not in sizes:
         raise TopologyError(

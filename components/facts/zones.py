@@ -2,9 +2,10 @@
 
 A stack whose zone is outside a TPU generation's table is refused when it loads, naming the zones that offer it
 (components/config/cloud_checks.py): a zone without the accelerator, or no zone at all (`us-east5-z`), would
-otherwise plan and fail at `pulumi up`. The table ages (GCP adds zones): when GCP lists a new zone, add it here
-with the date read; check one with `gcloud compute tpus accelerator-types list --zone=<zone>`. The pack's
-`accelerator-zone-offered` policy reports the same per pool, for stacks planned without trainyard's config load.
+otherwise plan and fail at `pulumi up`. The table ages (GCP adds zones): when GCP lists a new zone, add it to the
+generation's record with the date read; check one with `gcloud compute tpus accelerator-types list --zone=<zone>`.
+The pack's `accelerator-zone-offered` policy reports the same per pool, for stacks planned without trainyard's
+config load.
 
 A4 (B200) has no table yet: GCP's GPU zone page could not be read offline, and the zones with Dynamic
 Workload Scheduler capacity (https://cloud.google.com/batch/docs/locations) are only some of them, so a
@@ -13,29 +14,11 @@ table from those would flag zones that work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from components.facts import topology
+from components.facts.topology import ZoneTable
 
-
-@dataclass(frozen=True)
-class ZoneTable:
-    accelerator: str
-    zones: frozenset[str]
-    read_on: str
-    source: str
-
-
-TABLES: dict[str, ZoneTable] = {
-    "v6e": ZoneTable(
-        accelerator="TPU v6e",
-        zones=frozenset(
-            {"us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a", "asia-northeast1-b"}
-        ),
-        read_on="2026-11-24",
-        source="https://cloud.google.com/tpu/docs/regions-zones (asia-northeast1-b: https://cloud.google.com/kubernetes-engine/docs/concepts/dws)",
-    ),
-}
+# Each TPU generation's table lives on its record (components/facts/topology.py), keyed here by the generation.
+TABLES: dict[str, ZoneTable] = {name: generation.zones for name, generation in topology.TPU_GENERATIONS.items()}
 
 
 def table_for(machine_type: str) -> ZoneTable | None:

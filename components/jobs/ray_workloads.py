@@ -64,7 +64,7 @@ def slice_range(job: MaxTextJobConfig, group: TpuSliceConfig) -> tuple[int, int]
 
 def maxtext_arguments(job: MaxTextJobConfig, group: TpuSliceConfig) -> list[str]:
     values = {key: value for key, value in job.own_arguments(OUTPUT_DIR).items() if value is not None}
-    values.update(maxtext.parallelism_arguments(job.ici, job.dcn, group.slice.chips, slice_range(job, group)))
+    values.update(maxtext.parallelism_arguments(job.ici, job.dcn, group.slice.devices, slice_range(job, group)))
     values.update(job.extra_args)
     return [f"{key}={value}" for key, value in values.items()]
 

@@ -160,7 +160,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
         container = k8s.core.v1.ContainerArgs(
             name="jax",
             image=self._args.smoke.jax_image,
-            command=jax_check_command(tpu.chips),
+            command=jax_check_command(tpu.devices),
             # 8471: TPU VMs talk to each other; 8431: the TPU runtime's metrics (the seed's ports).
             ports=[
                 k8s.core.v1.ContainerPortArgs(container_port=8471),

@@ -99,12 +99,17 @@ def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix, value
 
 
-def property_changes(type_: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[PropertyChange]:
-    """Every leaf property that differs, as dotted paths (list items as ``[i]``)."""
+def property_changes(
+    type_: str, old: Mapping[str, Any], new: Mapping[str, Any], ignored: tuple[str, ...] = ()
+) -> list[PropertyChange]:
+    """Every leaf property that differs, as dotted paths (list items as ``[i]``), but those under the resource's
+    ignoreChanges: the engine keeps their old values."""
     before, after = dict(_leaves(old)), dict(_leaves(new))
     missing = object()
     changes = []
     for path in sorted(set(before) | set(after)):
+        if _under(path, ignored):
+            continue
         old_value, new_value = before.get(path, missing), after.get(path, missing)
         if old_value != new_value:
             changes.append(
@@ -156,7 +161,8 @@ def compare(
     result.removed = [r for urn, r in base_resources.items() if urn not in base_urn_of.values()]
     for urn, base_urn in base_urn_of.items():
         old, new = base_resources[base_urn], head_resources[urn]
-        changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {})
+        ignored = tuple((new.get("options") or {}).get("ignoreChanges") or ())
+        changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {}, ignored)
         if changes:
             retained = bool((old.get("options") or {}).get("retainOnDelete"))
             delete_first = bool((new.get("options") or {}).get("deleteBeforeReplace"))

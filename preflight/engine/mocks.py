@@ -88,6 +88,7 @@ class Registration:
     retain_on_delete: bool = False  # a delete (or the old half of a replacement) leaves the cloud object alone
     delete_before_replace: bool = False
     import_id: str = ""  # the cloud object the engine adopts instead of creating one
+    ignore_changes: list[str] = field(default_factory=list)  # input paths an update leaves as they are
 
 
 def masked(value: Any) -> Any:
@@ -168,6 +169,7 @@ class RecordingMonitor(MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 import_id=request.importId,
+                ignore_changes=list(request.ignoreChanges),
             )
         )
         return RegisterResourceResponse(urn=urn, id=resource_id, object=state)

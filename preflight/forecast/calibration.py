@@ -17,10 +17,14 @@ class Calibration:
     efficiency: float  # FLOP/s over peak while the step is compute-bound
     calibrated_on: tuple[str, ...]  # the published runs the efficiency is fitted to
     checked_on: tuple[str, ...] = ()  # published runs it is held to without being fitted to them
+    assumed: str = ""  # with no published run yet: where the efficiency comes from instead
 
     @property
     def label(self) -> str:
-        """E.g. `B200 at 750 W, from 1 published run`, or `v6e, from 2 published runs, checked on 4`."""
+        """E.g. `B200 at 750 W, from 1 published run`, or `v6e, from 2 published runs, checked on 4`; without a run,
+        `tpu7x, from published peak figures (...)`."""
+        if not self.calibrated_on:
+            return f"{self.accelerator}, from published peak figures ({self.assumed}; no published run yet)"
         runs = len(self.calibrated_on)
         label = f"{self.accelerator}, from {runs} published run{'s' if runs != 1 else ''}"
         return f"{label}, checked on {len(self.checked_on)}" if self.checked_on else label
@@ -59,6 +63,9 @@ TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
             "tpu-recipes Llama 3.1 70B, v6e-64",
         ),
     ),
+    # No published TPU7x MaxText run with its step time could be read offline: the chip's published bf16 peak at
+    # v6e's MXU efficiency, until a run calibrates it (docs/cloud-facts.md: TPU7x).
+    "tpu7x": Calibration("tpu7x", 0.52, calibrated_on=(), assumed="v6e's MXU efficiency assumed"),
 }
 
 

@@ -195,6 +195,7 @@ def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = 
     """The estimate for a fit check's arguments (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args)."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
-    chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
+    devices_per_chip = int(values.get("--devices-per-chip", 1))
+    devices_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"]) * devices_per_chip
     fewest = values.get("--min-slices", values["--slices"])  # the fit check compiles an elastic job at its fewest
-    return estimate(maxtext_args, chips_per_slice, int(fewest), usable_bytes)
+    return estimate(maxtext_args, devices_per_slice, int(fewest), usable_bytes)

@@ -22,7 +22,9 @@ def test_the_text_lists_every_fact_within_100_columns():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100
-    assert "v6e  4x4       16     ct6e-standard-4t*  4         4            v6e-16" in lines
+    assert "v6e    4x4       16     ct6e-standard-4t*   4         4            v6e-16" in lines
+    assert "tpu7x  2x2x2     8      tpu7x-standard-4t*  4         2            tpu7x-16" in lines
+    assert "tpu7x  workload-policy  1.34.0-gke.2201000  onDemand, spot, flexStart, reservation" in lines
     assert any(line.startswith("a4-highgpu-8g  8 x nvidia-b200  180 GB") for line in lines)
     for mode in Capacity:
         assert any(line.startswith(f"{mode} ") for line in lines), mode
@@ -34,8 +36,9 @@ def test_the_json_is_the_facts():
     result = catalog("--json", "-")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    v6e = topology.TPU_GENERATIONS["v6e"]
-    slices = sum(len(machines) for machines in v6e.machine_types_by_topology.values())
+    slices = sum(
+        len(machines) for g in topology.TPU_GENERATIONS.values() for machines in g.machine_types_by_topology.values()
+    )
     assert len(data["tpuTopologies"]) == slices
     big = next(t for t in data["tpuTopologies"] if t["topology"] == "16x16")
     assert (big["chips"], big["vms"], big["machineType"]) == (256, 64, "ct6e-standard-4t")

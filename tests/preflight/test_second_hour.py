@@ -57,7 +57,8 @@ def test_an_unknown_verb_lists_the_verbs_and_the_closest():
 
 def test_a_missing_stack_lists_the_stacks_there():
     code, _, err = trainyard("plan", "--stack", "nope", "--project-dir", str(PROJECT_DIR))
-    assert code == 2 and "Pulumi.nope.yaml does not exist (stacks here: dev, gpu-only, prod-like, tpu-only)" in err
+    stacks = "dev, gpu-only, prod-like, tpu-only, tpu7x"
+    assert code == 2 and f"Pulumi.nope.yaml does not exist (stacks here: {stacks})" in err
 
 
 def test_version_names_the_commit_and_the_pinned_sdks():

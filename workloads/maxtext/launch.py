@@ -37,7 +37,7 @@ class RunOptions:
 
 def check_job(facts: SliceFacts, maxtext_args: Sequence[str]) -> dict[int, MeshShape]:
     """Refuse MaxText arguments whose parallelism cannot run on these slices (ParallelismError)."""
-    return check_elastic_parallelism(parse_overrides(maxtext_args), facts.chips_per_slice, facts.slice_counts)
+    return check_elastic_parallelism(parse_overrides(maxtext_args), facts.devices_per_slice, facts.slice_counts)
 
 
 def maxtext_argv(maxtext_args: Sequence[str], options: RunOptions) -> list[str]:

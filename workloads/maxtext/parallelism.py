@@ -83,26 +83,26 @@ class MeshShape:
     dcn: dict[str, int]
 
 
-def check_parallelism(overrides: Mapping[str, str], chips_per_slice: int, slices: int) -> MeshShape:
-    """Resolve MaxText's mesh for `slices` slices of `chips_per_slice` chips, or raise ParallelismError."""
+def check_parallelism(overrides: Mapping[str, str], devices_per_slice: int, slices: int) -> MeshShape:
+    """Resolve MaxText's mesh for `slices` slices of `devices_per_slice` JAX devices, or raise ParallelismError."""
     values = _parallelism_values(overrides)
     mesh_axes = _mesh_axes(overrides)
     _refuse_values_outside_the_mesh(values, mesh_axes)
-    targets = {"ici": chips_per_slice, "dcn": slices}
+    targets = {"ici": devices_per_slice, "dcn": slices}
     return MeshShape(
         **{kind: _resolve_kind(kind, values, mesh_axes, targets[kind]) for kind in KINDS},
     )
 
 
 def check_elastic_parallelism(
-    overrides: Mapping[str, str], chips_per_slice: int, slice_counts: Iterable[int]
+    overrides: Mapping[str, str], devices_per_slice: int, slice_counts: Iterable[int]
 ) -> dict[int, MeshShape]:
     """The mesh for every slice count an (elastic) job may run on; raises naming the count that fails."""
     counts = list(slice_counts)
     shapes: dict[int, MeshShape] = {}
     for count in counts:
         try:
-            shapes[count] = check_parallelism(overrides, chips_per_slice, count)
+            shapes[count] = check_parallelism(overrides, devices_per_slice, count)
         except ParallelismError as error:
             if len(counts) == 1:
                 raise

@@ -38,7 +38,8 @@ def slice_range(slices: int, min_slices: int | None = None, max_slices: int | No
 
 @dataclass(frozen=True)
 class SliceFacts:
-    """What one MaxText job runs on: `slices` slices of `hosts_per_slice` VMs with `chips_per_host` each.
+    """What one MaxText job runs on: `slices` slices of `hosts_per_slice` VMs with `chips_per_host` each, every chip
+    `devices_per_chip` JAX devices (TPU7x's two TensorCores are two devices; the mesh counts devices).
 
     `min_slices`/`max_slices` make the job elastic: Ray Train runs between that many whole slices.
     On `CPU` every "host" is one Ray worker process and every "chip" one JAX CPU device.
@@ -51,12 +52,14 @@ class SliceFacts:
     chips_per_host: int
     min_slices: int | None = None
     max_slices: int | None = None
+    devices_per_chip: int = 1
 
     def __post_init__(self) -> None:
         for flag, value in (
             ("--slices", self.slices),
             ("--hosts-per-slice", self.hosts_per_slice),
             ("--chips-per-host", self.chips_per_host),
+            ("--devices-per-chip", self.devices_per_chip),
             ("--min-slices", self.lowest_slices),
             ("--max-slices", self.highest_slices),
         ):
@@ -99,6 +102,11 @@ class SliceFacts:
     @property
     def chips_per_slice(self) -> int:
         return self.hosts_per_slice * self.chips_per_host
+
+    @property
+    def devices_per_slice(self) -> int:
+        """JAX devices of one slice: what MaxText's ICI mesh divides."""
+        return self.chips_per_slice * self.devices_per_chip
 
     @property
     def slice_counts(self) -> range:

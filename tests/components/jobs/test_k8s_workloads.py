@@ -82,7 +82,7 @@ def test_rayjob_entrypoint_is_the_trainer_with_slice_facts(dev_plan):
     }
     assert {key: overrides[key] for key in expected} == expected
     assert overrides["base_output_directory"] == "/data/maxtext"
-    mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
+    mesh = check_parallelism(overrides, devices_per_slice=16, slices=2)
     assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"data": 2})
 
 
@@ -91,7 +91,7 @@ def test_70b_job_shards_fsdp_over_dcn(full_plan):
         split_maxtext_args(entrypoint_words(manifest(full_plan, "RayJob", "llama3-70b"))[3:])[1]
     )
     assert overrides["remat_policy"] == "full" and overrides["per_device_batch_size"] == "2"
-    mesh = check_parallelism(overrides, chips_per_slice=16, slices=2)
+    mesh = check_parallelism(overrides, devices_per_slice=16, slices=2)
     assert (mesh.ici, mesh.dcn) == ({"fsdp": 4, "tensor": 4}, {"fsdp": 2})
 
 

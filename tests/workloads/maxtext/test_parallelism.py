@@ -28,19 +28,19 @@ SEED_70B = [
 
 
 def test_seed_8b_on_two_v6e_16_slices_fills_dcn_data_with_the_slices():
-    shape = check_parallelism(parse_overrides(SEED_8B), chips_per_slice=16, slices=2)
+    shape = check_parallelism(parse_overrides(SEED_8B), devices_per_slice=16, slices=2)
     assert shape.ici == {"fsdp": 4, "tensor": 4}
     assert shape.dcn == {"data": 2}
 
 
 def test_seed_70b_shards_fsdp_across_the_two_slices():
-    shape = check_parallelism(parse_overrides(SEED_70B), chips_per_slice=16, slices=2)
+    shape = check_parallelism(parse_overrides(SEED_70B), devices_per_slice=16, slices=2)
     assert shape.ici == {"fsdp": 4, "tensor": 4}
     assert shape.dcn == {"fsdp": 2}
 
 
 def test_default_fsdp_fill_in_takes_every_chip_of_the_slice():
-    assert check_parallelism({}, chips_per_slice=16, slices=1).ici == {"fsdp": 16}
+    assert check_parallelism({}, devices_per_slice=16, slices=1).ici == {"fsdp": 16}
 
 
 def test_leading_config_file_is_not_an_override():
@@ -67,7 +67,7 @@ def test_leading_config_file_is_not_an_override():
 )
 def test_refusal_names_the_argument_and_its_value_and_what_is_allowed(args, slices, named):
     with pytest.raises(ParallelismError) as refusal:
-        check_parallelism(parse_overrides(args), chips_per_slice=16, slices=slices)
+        check_parallelism(parse_overrides(args), devices_per_slice=16, slices=slices)
     message = str(refusal.value)
     assert named in message
     assert "allowed" in message
@@ -80,8 +80,8 @@ def test_malformed_argument_is_refused():
 
 def test_elastic_job_must_fit_every_slice_count_it_may_run_on():
     with pytest.raises(ParallelismError, match="elastic over 1..2 slices and fails at 1"):
-        check_elastic_parallelism(parse_overrides(SEED_70B), chips_per_slice=16, slice_counts=range(1, 3))
-    shapes = check_elastic_parallelism(parse_overrides(SEED_8B), chips_per_slice=16, slice_counts=range(1, 3))
+        check_elastic_parallelism(parse_overrides(SEED_70B), devices_per_slice=16, slice_counts=range(1, 3))
+    shapes = check_elastic_parallelism(parse_overrides(SEED_8B), devices_per_slice=16, slice_counts=range(1, 3))
     assert {count: shape.dcn for count, shape in shapes.items()} == {1: {}, 2: {"data": 2}}
 
 
@@ -121,7 +121,7 @@ def test_ici_verdict_matches_maxtexts_own_config_and_fill_in(args, chips):
     """What MaxText's config and mesh code accept we accept with the same sizes; what they refuse we refuse."""
     expected = _maxtext_resolution(args, chips)
     try:
-        ours = check_parallelism(parse_overrides(args), chips_per_slice=chips, slices=1).ici
+        ours = check_parallelism(parse_overrides(args), devices_per_slice=chips, slices=1).ici
     except ParallelismError:
         ours = None
     assert ours == expected
