@@ -7,12 +7,20 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from components.config.jobs import TRAINER_FLAGS, FsdpJobConfig, MaxTextJobConfig, trainer_argv, trainer_refusal
+from components.config.jobs import (
+    TRAINER_FLAGS,
+    FsdpJobConfig,
+    MaxTextJobConfig,
+    parsed_trainer_config,
+    trainer_argv,
+    trainer_refusal,
+)
 from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.config.shared_checks import shared_problems
 from components.facts import gpu_software, maxtext, topology
+from components.facts.models import known_architecture
 from components.facts.secrets import carries_a_secret, looks_like_a_secret, masked
 
 
@@ -66,6 +74,7 @@ def job_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             continue
         path = f"trainyard:jobs.fsdp[{index}]"
         yield from _trainer_args_problems(f"{path}.args", job)
+        yield from _architecture_problems(f"{path}.architecture", job)
         pool = pools.get(job.pool)
         if pool is None:
             yield ConfigProblem(
@@ -263,6 +272,30 @@ def _trainer_args_problems(path: str, job: FsdpJobConfig) -> Iterator[ConfigProb
             yield ConfigProblem(f"{path}.{flag or '?'}", UNSET, f"is unset, and {default} {words}")
             return
         yield ConfigProblem(f"{path}.{key}", remaining.pop(key), words)
+
+
+def _architecture_problems(path: str, job: FsdpJobConfig) -> Iterator[ConfigProblem]:
+    """A job's model shape: one that can exist, and none that contradicts the table's for the same model."""
+    given = job.architecture
+    if given is None:
+        return
+    if given.experts_per_token > given.experts:
+        yield ConfigProblem(
+            f"{path}.expertsPerToken", given.experts_per_token, f"is more than experts (allowed: 1 to {given.experts})"
+        )
+    if given.heads % given.kv_heads:
+        yield ConfigProblem(
+            f"{path}.kvHeads", given.kv_heads, f"does not divide heads, {given.heads} (allowed: a divisor of heads)"
+        )
+    train = parsed_trainer_config(job.args)
+    known = known_architecture(train.model_id) if train else None
+    if train and known and given.facts() != known:
+        yield ConfigProblem(
+            path,
+            UNSET,
+            f"differs from the shape of {train.model_id} in trainyard's model table (allowed: unset, the table's "
+            "shape applies; `trainyard catalog` lists it)",
+        )
 
 
 def _axis_problems(path: str, sizes: dict[str, int]) -> Iterator[ConfigProblem]:

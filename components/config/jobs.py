@@ -30,6 +30,7 @@ from components.config.base import (
     PinnedImage,
 )
 from components.facts.huggingface import known_gated
+from components.facts.models import ModelArchitecture
 from workloads.fsdp.config import ConfigError as TrainerConfigError
 from workloads.fsdp.config import TrainConfig, flag_name, parse_config
 
@@ -261,6 +262,46 @@ class MaxTextJobConfig(ReadsTheHub, ConfigModel):
         return self.run_name or self.name
 
 
+class ArchitectureConfig(ConfigModel):
+    """A model's shape, as its Hugging Face config.json gives it, for a model trainyard's table does not hold."""
+
+    hidden: Int = Field(ge=1)
+    """hidden_size. The architecture section gives the forecast the shape of a model trainyard's table lacks (`trainyard
+    catalog` lists the table; a model in it takes the table's shape), in its config.json's figures."""
+    intermediate: Int = Field(ge=1)
+    """intermediate_size: the MLP's width; an MoE model's per expert (Qwen3 MoE's moe_intermediate_size)."""
+    layers: Int = Field(ge=1)
+    """num_hidden_layers."""
+    heads: Int = Field(ge=1)
+    """num_attention_heads."""
+    kv_heads: Int = Field(ge=1)
+    """num_key_value_heads."""
+    vocab: Int = Field(ge=1)
+    """vocab_size."""
+    head_dim: Int | None = Field(None, ge=1)
+    """head_dim; unset: hidden / heads."""
+    experts: Int = Field(1, ge=1)
+    """Experts per MoE layer (num_local_experts, num_experts); 1: a dense model."""
+    experts_per_token: Int = Field(1, ge=1)
+    """Experts each token is routed to (num_experts_per_tok)."""
+    tied_embeddings: bool = False
+    """tie_word_embeddings: the output head is the input embedding."""
+
+    def facts(self) -> ModelArchitecture:
+        return ModelArchitecture(
+            self.hidden,
+            self.intermediate,
+            self.layers,
+            self.heads,
+            self.kv_heads,
+            self.vocab,
+            self.head_dim or 0,
+            self.experts,
+            self.experts_per_token,
+            self.tied_embeddings,
+        )
+
+
 class FsdpJobConfig(ReadsTheHub, ConfigModel):
     """One torchrun FSDP2 fine-tune as an Indexed Job on an A4 pool."""
 
@@ -300,6 +341,9 @@ class FsdpJobConfig(ReadsTheHub, ConfigModel):
     """Size of /dev/shm."""
     cache_size: str = Field("1Ti", pattern=QUANTITY)
     """Local space (on the node's local SSDs) for the model download and caches: HF_HOME."""
+    architecture: ArchitectureConfig | None = None
+    """The model's shape, for the forecast of a model not in trainyard's table (`trainyard catalog` lists it); a
+    model the table holds takes the table's."""
 
     @property
     def hub_repositories(self) -> list[str]:

@@ -36,6 +36,7 @@ class Row(NamedTuple):
 
 def model_in(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     """The config model a field holds (and whether as a list), or (None, False) for a plain value."""
+    annotation = _without_none(annotation)  # an optional section lists its keys as a required one does
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, False
     args = typing.get_args(annotation)
