@@ -69,6 +69,32 @@ TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
 }
 
 
+@dataclass(frozen=True)
+class EagerFactor:
+    """How much longer a step's compute takes without torch.compile, on any accelerator: the ratio of a published job's
+    compiled and eager throughput, compute-bound both."""
+
+    compute_factor: float
+    calibrated_on: tuple[str, ...]
+    checked_on: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return (
+            f"torchtitan eager vs compiled, {len(self.calibrated_on)} published pair, checked on {len(self.checked_on)}"
+        )
+
+
+# benchmarks/llama3_h100_202412_torchtitan.md in pytorch/torchtitan (commit 9dec370), Tables 1 and 3: Llama 3.1 8B,
+# FSDP, per-op SAC, local batch 2, sequence 8192; tokens/s/GPU compiled and eager. The trainer compiles each decoder
+# layer with inductor, as torchtitan does.
+EAGER = EagerFactor(
+    6667 / 5762,
+    calibrated_on=("torchtitan Llama 3.1 8B, 8 H100: 6,667 tokens/s/GPU compiled, 5,762 eager",),
+    checked_on=("the same on 128 H100: 6,514 compiled, 5,605 eager",),
+)
+
+
 class NoCalibration(LookupError):
     """No published run calibrates this accelerator: a forecast for it would be a guess."""
 

@@ -13,6 +13,12 @@ The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
 The lower bound takes compute at the full peak and links at their full rate. Activation checkpointing runs part of
 the forward again in the backward (work, not model FLOPs: MFU leaves it out): all of it with full checkpointing
 (the trainer's), every second matmul with torchtitan's per-op selective checkpointing (the published runs').
+- torch.compile: the efficiency is calibrated on compiled runs; an eager step's compute takes calibration.EAGER's
+  factor as long, the ratio of torchtitan's published compiled and eager runs of the same job;
+- MoE: a token runs through its routed experts only, so the FLOPs count active parameters, while FSDP2 gathers,
+  reduces and keeps every expert's weights (the trainer shards experts as any weight: no expert parallelism, no
+  all-to-all). No published MoE run calibrates the experts' efficiency: they run at the dense one, and the report
+  says so.
 Not modelled: the optimizer step (memory-bound, milliseconds), data loading.
 """
 
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from components.facts.models import ModelArchitecture
+from preflight.forecast.calibration import EAGER
 from workloads.fsdp.flops import FlopModel
 
 PARAM_BYTES = 2  # bf16 parameters all-gathered (MixedPrecisionPolicy param_dtype)
@@ -66,6 +73,7 @@ class FsdpRun:
     checkpointing: Checkpointing = Checkpointing.NONE
     state_bytes_per_param: int = 8  # bf16 weights, gradients and both AdamW moments (the trainer's default)
     lora_params: int = 0  # LoRA adapters: only they train, the base weights stay frozen
+    compiled: bool = True  # torch.compile on each decoder layer (the trainer's --compile)
 
     @property
     def activation_checkpointing(self) -> bool:
@@ -107,11 +115,11 @@ class Forecast:
 
 
 def flop_model(run: FsdpRun) -> FlopModel:
-    """The trainer's FLOP count: every matmul weight, LoRA's adapters included; only the trainable ones get a
-    weight gradient."""
+    """The trainer's FLOP count over the matmul weights a token runs through (an MoE model's routed experts only),
+    LoRA's adapters included; only the trainable ones get a weight gradient."""
     arch = run.architecture
-    matmul = arch.matmul_params + run.lora_params
-    trainable = run.lora_params or arch.matmul_params
+    matmul = arch.active_matmul_params + run.lora_params
+    trainable = run.lora_params or arch.active_matmul_params
     return FlopModel(matmul, trainable, arch.layers, arch.heads, arch.head_dim)
 
 
@@ -120,9 +128,12 @@ def recompute_flops(run: FsdpRun, lengths: list[int]) -> float:
     if run.checkpointing is Checkpointing.FULL:
         return flop_model(run).forward_flops(lengths)
     if run.checkpointing is Checkpointing.PER_OP:
-        shapes = run.architecture.projection_shapes()
-        per_token = 2 * sum(shapes[name][0] * shapes[name][1] for name in PER_OP_RECOMPUTED)
-        return float(run.architecture.layers * per_token * sum(lengths))
+        arch = run.architecture
+        shapes = arch.projection_shapes()
+        per_token = 2 * sum(
+            shapes[name][0] * shapes[name][1] * arch.copies_per_token(name) for name in PER_OP_RECOMPUTED
+        )
+        return float(arch.layers * per_token * sum(lengths))
     return 0.0
 
 
@@ -141,7 +152,8 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float) -> Forecast:
     reduced = run.trainable_params * GRAD_BYTES * ring  # only what has a gradient
     syncs = run.accumulation if run.sync_every_micro_batch else 1
     gathered_step, reduced_step = run.accumulation * gathered, syncs * reduced
-    compute_s = run.accumulation * (micro_flops + recompute) / (hardware.peak_flops * efficiency)
+    eager = 1.0 if run.compiled else EAGER.compute_factor
+    compute_s = eager * run.accumulation * (micro_flops + recompute) / (hardware.peak_flops * efficiency)
     best_compute_s = run.accumulation * (micro_flops + recompute) / hardware.peak_flops
     communication_s = (gathered_step + reduced_step) / bandwidth
     exposed_s = run.accumulation * (gathered / 2 + reduced) / arch.layers / bandwidth
@@ -191,7 +203,8 @@ def saved_bytes_per_token(arch: ModelArchitecture, checkpointing: Checkpointing)
     kept = arch.hidden  # the layer's input
     if checkpointing is Checkpointing.PER_OP:
         shapes = arch.projection_shapes()
-        kept += sum(shapes[name][1] for name in PER_OP_SAVED) + arch.heads * arch.head_dim  # and attention's output
+        kept += sum(shapes[name][1] * arch.copies_per_token(name) for name in PER_OP_SAVED)
+        kept += arch.heads * arch.head_dim  # and attention's output
         return kept * PARAM_BYTES + arch.heads * 4  # flash attention's fp32 log-sum-exp
     return kept * PARAM_BYTES
 

@@ -8,11 +8,19 @@ from typing import Any
 from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
-from components.facts.models import ARCHITECTURES
+from components.facts.models import ModelArchitecture, known_architecture
 from components.facts.topology import GpuMachine
 from components.jobs.torch_workloads import trainer_args
-from preflight.forecast.calibration import NoCalibration, gpu_calibration
-from preflight.forecast.fsdp import Checkpointing, Forecast, FsdpRun, Hardware, Memory, forecast, memory
+from preflight.forecast.calibration import EAGER, NoCalibration, gpu_calibration
+from preflight.forecast.fsdp import (
+    Checkpointing,
+    Forecast,
+    FsdpRun,
+    Hardware,
+    Memory,
+    forecast,
+    memory,
+)
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.fsdp.config import parse_config
 
@@ -59,7 +67,8 @@ class FsdpJobForecast(PricedForecast):
         window_usd = self.usd_per_hour * window_h
         window = f"the {window_h:g} h window runs {self.steps_in_window:,} steps for {about}${window_usd:,.0f}"
         return [
-            f"{self.job}: {self.model}, {run.nodes} x {f.gpus // run.nodes} GPUs ({f.link} between nodes), {shape}",
+            f"{self.job}: {self.model} ({self._size()}), {run.nodes} x {f.gpus // run.nodes} GPUs ({f.link} between "
+            + f"nodes), {shape}",
             f"  step: {f.estimate_s:.1f} s estimated, {f.lower_bound_s:.1f} s at best; {f.bound}-bound (compute "
             + f"{f.compute_s:.1f} s, parameter and gradient traffic {f.communication_s:.1f} s); "
             + self.calibration_note(),
@@ -67,7 +76,25 @@ class FsdpJobForecast(PricedForecast):
             self.cost_line(window),
             self._memory_line(),
             self._sync_once_line(),
+            *self._terms_lines(),
         ]
+
+    def _size(self) -> str:
+        arch = self.run.architecture
+        size = f"{arch.params / 1e9:,.1f}B parameters"
+        if arch.moe:
+            size += f", {arch.active_params / 1e9:,.1f}B active: {arch.experts_per_token} of {arch.experts} experts"
+        return size if self.run.compiled else f"{size}, eager"
+
+    def _terms_lines(self) -> list[str]:
+        """Which of the step's terms rest on published runs and which do not."""
+        calibrated = [f"compute efficiency ({self.calibration.label})"]
+        if not self.run.compiled:
+            calibrated.append(f"torch.compile off, compute x{EAGER.compute_factor:.3f} ({EAGER.label})")
+        uncalibrated = ["traffic at the links' full rate"]
+        if self.run.architecture.moe:
+            uncalibrated.append("MoE experts at the dense efficiency (no published MoE run)")
+        return [f"  calibrated: {'; '.join(calibrated)}", f"  not calibrated: {'; '.join(uncalibrated)}"]
 
     @property
     def cannot_run(self) -> bool:
@@ -96,6 +123,9 @@ class FsdpJobForecast(PricedForecast):
             "usdPerWindow": round(self.usd_per_hour * self.window_s / 3600, 2),
             "memoryGbPerGpu": round(self.memory.total / 1e9, 1),
             "hbmGbPerGpu": round(self.hbm_bytes / 1e9, 1),
+            "params": self.run.architecture.params,
+            "activeParams": self.run.architecture.active_params,
+            "compiled": self.run.compiled,
         }
 
     def _sync_once_line(self) -> str:
@@ -112,12 +142,26 @@ class FsdpJobForecast(PricedForecast):
         return f"{what}, holding {held / 1e9:,.0f} GB of unsharded fp32 gradients per GPU"
 
 
+def job_architecture(job: FsdpJobConfig, model_id: str) -> ModelArchitecture | None:
+    """The table's architecture of the job's model, else the one its config gives."""
+    return known_architecture(model_id) or (job.architecture.facts() if job.architecture else None)
+
+
+def unknown_model(config: StackConfig, job: FsdpJobConfig, model_id: str) -> NoForecast:
+    index = config.jobs.fsdp.index(job)
+    return NoForecast(
+        job.name,
+        f"trainyard:jobs.fsdp[{index}].args.model-id: {model_id!r} is not in trainyard's model table (allowed: a "
+        f"model `trainyard catalog` lists, or its shape in trainyard:jobs.fsdp[{index}].architecture)",
+    )
+
+
 def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook) -> FsdpJobForecast | NoForecast:
     """The job's forecast, or why there is none."""
     train = parse_config(trainer_args(job), environ={})
-    architecture = ARCHITECTURES.get(train.model_id)
+    architecture = job_architecture(job, train.model_id)
     if architecture is None:
-        return NoForecast(job.name, f"no architecture facts for {train.model_id} (components/facts/models.py)")
+        return unknown_model(config, job, train.model_id)
     pool = config.gpu_pool(job.pool)
     run = FsdpRun(
         architecture=architecture,
@@ -128,6 +172,8 @@ def job_forecast(config: StackConfig, job: FsdpJobConfig, prices: cost.PriceBook
         checkpointing=Checkpointing.FULL if train.activation_checkpointing else Checkpointing.NONE,
         state_bytes_per_param=8 if train.param_dtype == "bf16" else 16,
         lora_params=architecture.lora_params(train.peft_r, train.target_modules) if train.peft else 0,
+        # The calibration's runs used inductor; another backend (eager, aot_eager) fuses nothing.
+        compiled=train.compile and train.compile_backend == "inductor",
     )
     hardware = pool_hardware(pool)
     try:
