@@ -1,7 +1,8 @@
 """The `catalog` verb: what trainyard knows, read from components/facts/ (the one place each fact is written).
 
 TPU topologies (chips, VMs, machine types), GPU machines, machine shapes, capacity modes, the zones that offer
-each accelerator and the price book, as tables within 100 columns or as JSON.
+each accelerator, the price book and the model architectures a forecast knows, as tables within 100 columns or as
+JSON.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from cli.output import say
 from cli.parsing import Verbs, add_verb, json_option
 from components.facts import cost, topology, zones
 from components.facts.capacity import GPU_CAPACITIES, PRICE_COLUMNS, TPU_CAPACITIES, Capacity
+from components.facts.models import ARCHITECTURES
 
 GB = 1e9
 
 
-SUMMARY = "the topologies, machine types, capacity modes, zones and prices trainyard knows"
+SUMMARY = "the topologies, machine types, capacity modes, zones, prices and models trainyard knows"
 EPILOG = """\
 examples:
   trainyard catalog                           every topology, machine, capacity mode and price
@@ -157,6 +159,28 @@ def prices(region: str | None = None) -> list[dict[str, Any]]:
     return entries
 
 
+def models() -> list[dict[str, Any]]:
+    """The architectures an FSDP job's model-id is forecast by (components/facts/models.py)."""
+    return [
+        {
+            "model": name,
+            "params": arch.params,
+            "activeParams": arch.active_params,
+            "layers": arch.layers,
+            "hidden": arch.hidden,
+            "intermediate": arch.intermediate,
+            "heads": arch.heads,
+            "kvHeads": arch.kv_heads,
+            "headDim": arch.head_dim,
+            "vocab": arch.vocab,
+            "experts": arch.experts,
+            "expertsPerToken": arch.experts_per_token,
+            "tiedEmbeddings": arch.tied_embeddings,
+        }
+        for name, arch in ARCHITECTURES.items()
+    ]
+
+
 def catalog(region: str | None = None) -> dict[str, Any]:
     return {
         "tpuGenerations": tpu_generations(),
@@ -167,6 +191,7 @@ def catalog(region: str | None = None) -> dict[str, Any]:
         "zones": zone_tables(),
         "prices": prices(region),
         "clusterFeeUsdPerHour": cost.load_prices().cluster_fee.usd_per_hour,
+        "models": models(),
     }
 
 
@@ -268,7 +293,28 @@ def render(data: dict[str, Any]) -> str:
     lines += ["", "Prices in USD per hour (components/facts/prices.yaml; ~ an estimate, - not priced):"]
     lines += table(["machine or chip", "per", "region", *PRICE_COLUMNS], list(_price_rows(data["prices"])))
     lines += [f"GKE cluster fee: {data['clusterFeeUsdPerHour']:.2f} per cluster-hour"]
+    lines += ["", "Models (trainyard:jobs.fsdp[].args.model-id; another needs trainyard:jobs.fsdp[].architecture):"]
+    lines += table(
+        ["model", "params", "active", "layers", "hidden", "FFN", "heads/KV", "head", "experts"], _model_rows(data)
+    )
     return "\n".join(lines)
+
+
+def _model_rows(data: dict[str, Any]) -> list[list[object]]:
+    return [
+        [
+            m["model"],
+            f"{m['params'] / 1e9:,.1f}B",
+            f"{m['activeParams'] / 1e9:,.1f}B",
+            m["layers"],
+            m["hidden"],
+            m["intermediate"],
+            f"{m['heads']}/{m['kvHeads']}",
+            m["headDim"],
+            f"{m['expertsPerToken']} of {m['experts']}" if m["experts"] > 1 else "-",
+        ]
+        for m in data["models"]
+    ]
 
 
 def priced_regions() -> list[str]:

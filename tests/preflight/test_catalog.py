@@ -55,3 +55,19 @@ def test_a_region_narrows_the_prices_and_an_unpriced_one_is_refused():
     refused = catalog("--region", "mars-1")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("trainyard catalog: --region mars-1: no prices (priced: europe-west4, ")
+
+
+def test_the_models_a_forecast_knows_are_listed_with_their_shapes():
+    from components.facts.models import ARCHITECTURES
+
+    text = catalog()
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    header = ["model", "params", "active", "layers", "hidden", "FFN", "heads/KV", "head", "experts"]
+    assert lines[-len(ARCHITECTURES) - 1].split() == header
+    mixtral = next(line for line in lines if line.startswith("mistralai/Mixtral-8x7B-v0.1 "))
+    assert mixtral.split()[1:] == ["46.7B", "12.9B", "32", "4096", "14336", "32/8", "128", "2", "of", "8"]
+    data = json.loads(catalog("--json", "-").stdout)["models"]
+    assert [entry["model"] for entry in data] == list(ARCHITECTURES)
+    (gemma,) = [entry for entry in data if entry["model"] == "google/gemma-2-9b"]
+    assert (gemma["headDim"], gemma["tiedEmbeddings"], gemma["experts"]) == (256, True, 1)
