@@ -33,12 +33,15 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
 from components.config.load import load_stack_config
+from components.config.models import StackConfig
+from components.facts import cost
 from components.facts.models import ARCHITECTURES
 from components.facts.topology import A4_MACHINE_TYPE, gpu_machine
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.calibration import gpu_calibration
 from preflight.forecast.fsdp import Checkpointing, FsdpRun, Hardware, forecast, memory
-from preflight.forecast.fsdp_jobs import pool_hardware_of
+from preflight.forecast.fsdp_jobs import FsdpJobForecast, job_forecast, pool_hardware_of
+from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
 
 GIB = 2**30
@@ -125,6 +128,30 @@ def bounds_line(anchor: Anchor) -> str:
     return f"  {anchor.name}, by recompute policy at {calibration.efficiency}: " + ", ".join(figures)
 
 
+def model_line(model: str, result: FsdpJobForecast | NoForecast) -> str:
+    """One table model as the dev fine-tune's shape would run it."""
+    if isinstance(result, NoForecast):
+        return f"  {model}: {result.reason}"
+    f, arch = result.forecast, result.run.architecture
+    fits = "DOES NOT FIT" if result.cannot_run else f"{result.memory.total / 1e9:,.0f} GB/GPU"
+    return (
+        f"  {model} ({arch.params / 1e9:,.1f}B, {arch.active_params / 1e9:,.1f}B active): {f.estimate_s:.1f} s/step, "
+        f"{f.tokens_per_s_per_gpu():,.0f} tokens/s/GPU, MFU {f.mfu():.1%}, ${result.usd_per_step:.2f}/step, {fits}"
+    )
+
+
+def model_lines(config: StackConfig) -> list[str]:
+    """The dev fine-tune's shape (2 A4 nodes, 32 rows x 512 tokens x 2 micro-batches, full recompute) on every model
+    of the table, compiled and, for the first, eager."""
+    job = config.jobs.enabled_fsdp[0]
+    prices = cost.load_prices()
+    lines = [f"{job.name}'s shape on every model of components/facts/models.py:"]
+    for model in ARCHITECTURES:
+        edited = job.model_copy(update={"args": {**job.args, "model-id": model}})
+        lines.append(model_line(model, job_forecast(config, edited, prices)))
+    return lines
+
+
 def main() -> None:
     for anchor in ANCHORS:
         if anchor.calibrates:
@@ -138,8 +165,10 @@ def main() -> None:
     for anchor in ANCHORS:
         print(bounds_line(anchor))
     files = read_stack_files(PROJECT_DIR, "dev")
-    for result in stack_forecasts(load_stack_config(files.config, "dev")):
+    config = load_stack_config(files.config, "dev")
+    for result in stack_forecasts(config):
         print("\n".join(result.lines()))
+    print("\n".join(model_lines(config)))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
         checked_on=("the same on 128 H100 over RDMA, 6,514 tokens/s/GPU",),
     ),
     # The run's B200s were held to 750 W of their 1,000 W (pytorch/ao d8bb51f's mx_formats README); A4 publishes
-    # no power limit. The one uncapped run published (torchtitan PR #1196, eager) ran 1.31x faster per GPU.
+    # no power limit. The one uncapped run published (torchtitan PR #1196, eager) ran 1.31x faster per GPU, 1.51x its
+    # eager forecast.
     "nvidia-b200": Calibration(
         "B200 at 750 W",
         0.234,
