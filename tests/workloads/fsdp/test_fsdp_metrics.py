@@ -124,3 +124,30 @@ def test_the_forecasts_architecture_counts_what_the_trainer_counts_on_a_real_mod
     lora = apply_lora(eager_model, train)
     trainable = sum(param.numel() for param in lora.parameters() if param.requires_grad)
     assert architecture.lora_params(train.peft_r, train.target_modules) == trainable
+
+
+def test_an_moe_models_flops_count_the_experts_a_token_is_routed_to():
+    """transformers 5 stacks an MoE layer's experts in one 3-D weight per projection, and its router is no nn.Linear:
+    the trainer counts the router and num_experts_per_tok of num_local_experts of the experts, as the forecast's
+    architecture does (components/facts/models.py, active_matmul_params)."""
+    from transformers import MixtralConfig
+
+    from components.facts.models import ModelArchitecture
+
+    config = MixtralConfig(
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=128,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    )
+    model = AutoModelForCausalLM.from_config(config)
+    architecture = ModelArchitecture(64, 96, 2, 4, 2, 128, experts=4, experts_per_token=2)
+    flop_model = FlopModel.from_model(model, config)
+    assert architecture.params == sum(param.numel() for param in model.parameters())
+    assert flop_model.matmul_params == architecture.active_matmul_params < architecture.matmul_params
+    dense = FlopModel.from_model(model, MixtralConfig(**{**config.to_dict(), "num_experts_per_tok": 4}))
+    assert dense.matmul_params == architecture.matmul_params  # every expert, when every one is routed to
