@@ -288,18 +288,7 @@ class ArchitectureConfig(ConfigModel):
     """tie_word_embeddings: the output head is the input embedding."""
 
     def facts(self) -> ModelArchitecture:
-        return ModelArchitecture(
-            self.hidden,
-            self.intermediate,
-            self.layers,
-            self.heads,
-            self.kv_heads,
-            self.vocab,
-            self.head_dim or 0,
-            self.experts,
-            self.experts_per_token,
-            self.tied_embeddings,
-        )
+        return ModelArchitecture(**{**self.model_dump(), "head_dim": self.head_dim or 0})
 
 
 class FsdpJobConfig(ReadsTheHub, ConfigModel):

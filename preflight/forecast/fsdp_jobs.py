@@ -12,15 +12,7 @@ from components.facts.models import ModelArchitecture, known_architecture
 from components.facts.topology import GpuMachine
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast.calibration import EAGER, NoCalibration, gpu_calibration
-from preflight.forecast.fsdp import (
-    Checkpointing,
-    Forecast,
-    FsdpRun,
-    Hardware,
-    Memory,
-    forecast,
-    memory,
-)
+from preflight.forecast.fsdp import Checkpointing, Forecast, FsdpRun, Hardware, Memory, forecast, memory
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from workloads.fsdp.config import parse_config
 
@@ -148,7 +140,7 @@ def job_architecture(job: FsdpJobConfig, model_id: str) -> ModelArchitecture | N
 
 
 def unknown_model(config: StackConfig, job: FsdpJobConfig, model_id: str) -> NoForecast:
-    index = config.jobs.fsdp.index(job)
+    index = next(i for i, named in enumerate(config.jobs.fsdp) if named.name == job.name)
     return NoForecast(
         job.name,
         f"trainyard:jobs.fsdp[{index}].args.model-id: {model_id!r} is not in trainyard's model table (allowed: a "
