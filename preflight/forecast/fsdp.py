@@ -9,16 +9,16 @@ The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
   GPU's slowest link: NVLink within one node, the GPU's RDMA NIC across nodes;
 - overlap: FSDP2 prefetches the next layer's all-gather during this layer's compute, and reduce-scatters
   during the backward, so a micro-batch takes max(compute, communication) plus what cannot overlap, the first
-  layer's all-gather and the last layer's reduce-scatter.
-The lower bound takes compute at the full peak and links at their full rate. Activation checkpointing runs part of
-the forward again in the backward (work, not model FLOPs: MFU leaves it out): all of it with full checkpointing
-(the trainer's), every second matmul with torchtitan's per-op selective checkpointing (the published runs').
+  layer's all-gather and the last layer's reduce-scatter;
 - torch.compile: the efficiency is calibrated on compiled runs; an eager step's compute takes calibration.EAGER's
   factor as long, the ratio of torchtitan's published compiled and eager runs of the same job;
 - MoE: a token runs through its routed experts only, so the FLOPs count active parameters, while FSDP2 gathers,
   reduces and keeps every expert's weights (the trainer shards experts as any weight: no expert parallelism, no
   all-to-all). No published MoE run calibrates the experts' efficiency: they run at the dense one, and the report
   says so.
+The lower bound takes compute at the full peak and links at their full rate. Activation checkpointing runs part of
+the forward again in the backward (work, not model FLOPs: MFU leaves it out): all of it with full checkpointing
+(the trainer's), every second matmul with torchtitan's per-op selective checkpointing (the published runs').
 Not modelled: the optimizer step (memory-bound, milliseconds), data loading.
 """
 
