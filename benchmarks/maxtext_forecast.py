@@ -29,6 +29,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.maxtext_recipes import RECIPE_ARGS
 from components.facts.maxtext import slice_flags
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
 from preflight.forecast.calibration import tpu_calibration
@@ -58,26 +59,6 @@ RECIPE_LIBTPU_FLAGS = (
     "--xla_tpu_scheduler_percent_shared_memory_limit=100",
     "--xla_latency_hiding_scheduler_rerun=2",
 )
-# The recipes' shared tuning: sequence 8192, splash attention with 2048 blocks, custom remat offloading to host.
-RECIPE_ARGS = [
-    "max_target_length=8192",
-    "attention=flash",
-    "use_iota_embed=true",
-    "dataset_type=synthetic",
-    "enable_checkpointing=false",
-    "remat_policy=custom",
-    "decoder_layer_input=offload",
-    "query_proj=offload",
-    "key_proj=offload",
-    "value_proj=offload",
-    "sa_use_fused_bwd_kernel=true",
-    "ici_fsdp_parallelism=-1",
-    "enable_tensorboard=false",
-    "steps=15",
-    *(f"sa_block_{name}=2048" for name in ("q", "kv", "kv_compute", "q_dkv", "kv_dkv", "kv_dkv_compute")),
-    "sa_block_q_dq=2048",
-    "sa_block_kv_dq=2048",
-]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ prints the estimate beside the compiler's figure for every job it has one for):
 GATHERED_SHARE, LOGIT_BYTES and PREFETCH_CEILING are fitted to compiled steps (benchmarks/README.md: MaxText HBM
 estimate), the rest counts bytes. Dense Llama-family models only (components/facts/maxtext_memory.py); others get
 no estimate.
+
+That the compiler gives up prefetching (and so runs in the need, not the total) was seen only in the compiled steps
+of COMPILED_FITS: a job of another per-token shape, or with more tokens per chip than any of them of its shape, is
+outside what the estimate is calibrated on, and is judged by its full figure, every layer's gathered weights held
+(`judged`): tpu-recipes' Llama 3.1 8B on v6e-64 at batch 5 needs 22.0 GiB by the need but 33.0 GiB in full, and
+libtpu refuses it for 34.4 GiB of temporaries.
 """
 
 from __future__ import annotations
@@ -43,6 +49,18 @@ LOGIT_BYTES = 3.95
 # a lower edge, so the estimate of those runs is 0-3 % low.
 PREFETCH_CEILING = 0.865
 PREFETCHED_LAYERS = 2
+# Compiled steps that fit (benchmarks/README.md: MaxText HBM estimate): (model_name, tokens per chip). A job is inside
+# what the estimate is calibrated on where one of them has its per-token shape (width, vocabulary) and at least its
+# tokens per chip; the largest: 32,768 for the Llama 3 8B shape, 40,960 for the 70B one.
+COMPILED_FITS: tuple[tuple[str, int], ...] = (
+    ("llama3-8b", 4 * 4096),  # the dev stack's job, 2 x v6e-16
+    ("llama3-70b", 2 * 4096),  # the dev stack's 70B cut to 8 layers
+    ("llama3.1-8b", 4 * 8192),  # tpu-recipes Llama3.1-8B-MaxText/v6e-256
+    ("llama3.1-8b", 2 * 8192),  # tpu-recipes Llama3.1-8B-MaxText/v6e-8, at batch 2
+    ("llama3.1-8b", 3 * 8192),  # tpu-recipes Llama3.1-8B-MaxText/v6e-16
+    ("llama3.1-70b", 5 * 8192),  # tpu-recipes Llama3.1-70B-MaxText/v6e-256
+    ("llama3.1-70b", 2 * 8192),  # tpu-recipes Llama3.1-70B-MaxText/v6e-32 and v6e-64
+)
 ACTIVATION_BYTES = 2  # dtype: bfloat16
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Tensors a decoder layer names for remat (maxtext/layers: checkpoint_name), and what each policy saves on device.
@@ -86,6 +104,8 @@ class HbmEstimate:
     logits: float
     remat_policy: str
     prefetched: float  # the gathered weights it cannot do without: two layers'
+    every_layer: float  # GATHERED_SHARE of every layer's gathered weights: what the step holds if it keeps prefetching
+    calibrated: bool  # a compiled step of this per-token shape and at least these tokens per chip fits (COMPILED_FITS)
 
     @property
     def total(self) -> float:
@@ -96,6 +116,17 @@ class HbmEstimate:
     def need(self) -> float:
         """The least the step can run in: the compiler may give up prefetching, not the rest."""
         return self.total - self.gathered + self.prefetched
+
+    @property
+    def full(self) -> float:
+        """The step with every layer's gathered weights held, no ceiling: how far over the chip a job may be."""
+        return self.total - self.gathered + self.every_layer
+
+    @property
+    def judged(self) -> float:
+        """What the verdict judges: the need where the compiled steps show the compiler giving up prefetching for
+        such a job, else the full figure."""
+        return self.need if self.calibrated else self.full
 
     def parts(self) -> str:
         return (
@@ -158,24 +189,56 @@ def estimate(
     activations = arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES
     logits = tokens * arch.vocab * LOGIT_BYTES
     prefetched = PREFETCHED_LAYERS * gathered_layer
+    every_layer = GATHERED_SHARE * arch.layers * gathered_layer
+    calibrated = within_compiled_fits(arch, tokens)
     return HbmEstimate(
         states=states,
         gradients=gradients,
-        gathered=gathered_held(
-            states + gradients + activations + logits, prefetched, arch.layers * gathered_layer, usable_bytes
-        ),
+        gathered=gathered_held(states + gradients + activations + logits, prefetched, every_layer, usable_bytes)
+        if calibrated
+        else every_layer,
         activations=activations,
         logits=logits,
         remat_policy=args["remat_policy"],
         prefetched=prefetched,
+        every_layer=every_layer,
+        calibrated=calibrated,
     )
 
 
+def per_token_shape(arch: ModelArchitecture) -> tuple[int, ...]:
+    """What the per-token terms (activations, logits) read of a model: everything but its depth."""
+    return (arch.hidden, arch.intermediate, arch.heads, arch.kv_heads, arch.vocab)
+
+
+def within_compiled_fits(arch: ModelArchitecture, tokens_per_chip: float) -> bool:
+    """Whether a compiled step that fits has the model's per-token shape and at least its tokens per chip."""
+    shape = per_token_shape(arch)
+    return any(
+        per_token_shape(MAXTEXT_ARCHITECTURES[name]) == shape and tokens_per_chip <= tokens
+        for name, tokens in COMPILED_FITS
+    )
+
+
+FITS, TOO_CLOSE, DOES_NOT_FIT = "fits", "too close to call", "does not fit"
+# Within this share of the usable HBM the estimate cannot tell fit from no fit: the fit check's compile decides.
+BORDERLINE = 0.15
+
+
+def hbm_verdict(held: HbmEstimate, usable_bytes: float) -> str:
+    """FITS, TOO_CLOSE or DOES_NOT_FIT: the judged figure against the chip's usable HBM, BORDERLINE either side."""
+    if held.judged > usable_bytes * (1 + BORDERLINE):
+        return DOES_NOT_FIT
+    if held.judged >= usable_bytes * (1 - BORDERLINE):
+        return TOO_CLOSE
+    return FITS
+
+
 def gathered_held(rest: float, prefetched: float, every_layer: float, usable_bytes: float | None) -> float:
-    """Gathered weights the compiled step holds: GATHERED_SHARE of every layer's where they stay under the prefetch
+    """Gathered weights the compiled step holds: every layer's (their GATHERED_SHARE) where they stay under the prefetch
     ceiling (or where not even the prefetched ones fit the chip: the compiler then reports them all), else what the
     ceiling leaves, and never fewer than the prefetched ones."""
-    held = GATHERED_SHARE * every_layer
+    held = every_layer
     if usable_bytes is None or rest + prefetched >= usable_bytes:
         return held
     ceiling = PREFETCH_CEILING * usable_bytes

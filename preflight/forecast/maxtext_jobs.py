@@ -23,14 +23,18 @@ from components.facts.topology import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
-from preflight.forecast.maxtext_hbm import NoEstimate, estimate_for_fit_argv
+from preflight.forecast.maxtext_hbm import (
+    DOES_NOT_FIT,
+    TOO_CLOSE,
+    HbmEstimate,
+    NoEstimate,
+    estimate_for_fit_argv,
+    hbm_verdict,
+)
 from preflight.forecast.priced import NoForecast, PricedForecast, node_price
 from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict
 from tools.maxtext_fit.fit_plan import fit_argv
 from tools.maxtext_fit.hlo_cost import StepWork
-
-# Within this share of the usable HBM the estimate cannot tell fit from no fit: the fit check's compile decides.
-BORDERLINE = 0.15
 
 
 @dataclass(frozen=True)
@@ -132,17 +136,29 @@ def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str])
         held = estimate_for_fit_argv(argv, usable)
     except NoEstimate as error:
         return NoForecast(job.name, f"no fit-check result for this configuration yet ({error}): {fit_check}")
-    figure = f"~{held.need / GIB:.1f} GiB of HBM per chip at least ({held.parts()}) against {generation}'s " + (
-        f"{usable / GIB:.1f}"
+    figure = (
+        f"~{held.judged / GIB:.1f} GiB of HBM per chip {judged_as(held)} ({held.parts()}) against {generation}'s "
+        + (f"{usable / GIB:.1f}")
     )
-    if held.need > usable * (1 + BORDERLINE):
+    verdict = hbm_verdict(held, usable)
+    if verdict == DOES_NOT_FIT:
         return NoForecast(job.name, f"{figure} usable, by the instant estimate: {what_to_change(config, job)}", True)
-    if held.need >= usable * (1 - BORDERLINE):
+    if verdict == TOO_CLOSE:
         # Never pass what the compile may refuse: the run fails until the fit check's compile decides.
         return NoForecast(
             job.name, f"{figure} usable: too close to call without compiling; {fit_check}", undecided=True
         )
     return NoForecast(job.name, f"{figure} usable fits by the instant estimate; no step forecast until {fit_check}")
+
+
+def judged_as(held: HbmEstimate) -> str:
+    """What the judged figure is: the least the step runs in, or (outside the compiled shapes) the full step."""
+    if held.calibrated:
+        return f"at least ({held.full / GIB:.1f} with every layer's gathered weights held)"
+    return (
+        f"with every layer's gathered weights held (at least {held.need / GIB:.1f}, but no compiled step of this shape "
+        "and size shows the compiler giving up prefetching)"
+    )
 
 
 def what_to_change(config: StackConfig, job: MaxTextJobConfig) -> str:
