@@ -64,6 +64,7 @@ class Recipe:
     published_tflops: float  # TFLOP/s/device, by the recipe's MaxText count
     compiled: str = ""  # FITS, REFUSED, or "" where not compiled here
     compiled_gib: float | None = None  # HBM per chip as compiled (fits) or as libtpu named it (refused)
+    compiled_seconds: float | None = None  # the compiled forecast's step (benchmarks/maxtext_forecast.py)
     base: tuple[str, ...] = RECIPE_ARGS
     slices: int = 1
 
@@ -111,16 +112,26 @@ def llama_70b(topology: str, batch: int, seconds: float, tokens: float, tflops: 
 RECIPES = (
     # libtpu refused batch 3 for 34.3 GB per chip (2026-11-25); batch 2 compiled to 27.8 GiB.
     llama_8b("2x4", 3, 3.443, 7138.890, 413.433, compiled=REFUSED, compiled_gib=34.3e9 / 2**30),
-    llama_8b("4x4", 3, 3.393, 7243.378, 419.485, compiled=FITS, compiled_gib=26.9),
+    llama_8b("4x4", 3, 3.393, 7243.378, 419.485, compiled=FITS, compiled_gib=26.9, compiled_seconds=3.15),
     llama_8b("4x8", 3, 3.495, 7031.689, 407.225),
     # libtpu: 34.4 GiB of HLO temporaries against 31.24 usable (issue 40).
     llama_8b("8x8", 5, 5.652, 7247.111, 419.701, compiled=REFUSED, compiled_gib=34.4),
     llama_8b("8x16", 4, 4.602, 7119.648, 412.319),
-    llama_8b("16x16", 4, 4.546, 7207.336, 417.397, compiled=FITS, compiled_gib=27.8),
-    llama_70b("4x8", 2, 17.790, 920.965, 443.385, "weight_dtype=bfloat16", compiled=FITS, compiled_gib=28.0),
-    llama_70b("8x8", 2, 18.688, 876.736, 422.091, compiled=FITS, compiled_gib=27.3),
+    llama_8b("16x16", 4, 4.546, 7207.336, 417.397, compiled=FITS, compiled_gib=27.8, compiled_seconds=4.19),
+    llama_70b(
+        "4x8",
+        2,
+        17.790,
+        920.965,
+        443.385,
+        "weight_dtype=bfloat16",
+        compiled=FITS,
+        compiled_gib=28.0,
+        compiled_seconds=18.51,
+    ),
+    llama_70b("8x8", 2, 18.688, 876.736, 422.091, compiled=FITS, compiled_gib=27.3, compiled_seconds=18.51),
     llama_70b("8x16", 4, 34.786, 941.976, 453.500),
-    llama_70b("16x16", 5, 42.656, 960.248, 462.297, compiled=FITS, compiled_gib=27.0),
+    llama_70b("16x16", 5, 42.656, 960.248, 462.297, compiled=FITS, compiled_gib=27.0, compiled_seconds=46.28),
     Recipe(
         "Mistral 7B, v6e-8",
         "Mistral-7B-MaxText/README.md",
@@ -141,8 +152,11 @@ RECIPES = (
         base=MIXTRAL_ARGS,
     ),
 )
-# The 8B v6e-8 recipe at the batch the compile took (benchmarks/maxtext_forecast.py's anchor).
-LLAMA_8B_V6E_8_AT_BATCH_2 = llama_8b("2x4", 2, 3.443 * 2 / 3, 7138.890, 413.433, compiled=FITS, compiled_gib=27.8)
+# The 8B v6e-8 recipe at the batch the compile took (benchmarks/maxtext_forecast.py's anchor); its published step is
+# the recipe's tokens/s per chip applied to batch 2.
+LLAMA_8B_V6E_8_AT_BATCH_2 = llama_8b(
+    "2x4", 2, 3.443 * 2 / 3, 7138.890, 413.433, compiled=FITS, compiled_gib=27.8, compiled_seconds=2.10
+)
 
 
 def recipe(name: str) -> Recipe:

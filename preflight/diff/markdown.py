@@ -116,6 +116,8 @@ def forecast_cell(forecast: dict[str, Any] | None) -> str:
         usd = forecast["usdPerWindow"]
     step = f"{forecast['stepSeconds']:.1f} s/step"
     calibrated = f" ({forecast['calibration']})" if forecast.get("calibration") else ""
+    if forecast.get("source") == "instant":  # a MaxText step counted from the architecture, not compiled
+        calibrated = f" (instant, from the architecture; {forecast['calibration']})"
     return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}{calibrated}"
 
 

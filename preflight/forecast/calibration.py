@@ -1,7 +1,8 @@
 """How fast each accelerator runs a step, as a fraction of its peak: one table, each row calibrated on published runs.
 
 An FSDP forecast runs the trainer's FLOPs, recompute included, at its GPU's compute efficiency; a MaxText
-forecast runs the compiled matrix FLOPs at its TPU's MXU efficiency. Each row names the runs it rests on and
+forecast runs the matrix FLOPs, as compiled or as counted from the architecture (the instant forecast), at its TPU's
+MXU efficiency. Each row names the runs it rests on and
 the runs it is checked against; benchmarks/fsdp_forecast.py and benchmarks/maxtext_forecast.py derive the
 figures and print every anchor's forecast over published (benchmarks/README.md records them).
 """
@@ -17,6 +18,7 @@ class Calibration:
     efficiency: float  # FLOP/s over peak while the step is compute-bound
     calibrated_on: tuple[str, ...]  # the published runs the efficiency is fitted to
     checked_on: tuple[str, ...] = ()  # published runs it is held to without being fitted to them
+    instant_checked_on: tuple[str, ...] = ()  # more runs the instant MaxText count is held to (none compiled here)
     assumed: str = ""  # with no published run yet: where the efficiency comes from instead
 
     @property
@@ -62,6 +64,14 @@ TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
             "tpu-recipes Llama 3.1 70B, v6e-32",
             "tpu-recipes Llama 3.1 8B, v6e-16",
             "tpu-recipes Llama 3.1 70B, v6e-64",
+        ),
+        instant_checked_on=(
+            "tpu-recipes Llama 3.1 8B, v6e-32",
+            "tpu-recipes Llama 3.1 8B, v6e-64",
+            "tpu-recipes Llama 3.1 8B, v6e-128",
+            "tpu-recipes Llama 3.1 70B, v6e-128",
+            "tpu-recipes Mistral 7B, v6e-8",
+            "tpu-recipes Mixtral 8x7B, v6e-256",
         ),
     ),
     # No published TPU7x MaxText run with its step time could be read offline: the chip's published bf16 peak at

@@ -1,11 +1,13 @@
-"""The forecast of each MaxText job of a stack, from its cached fit-check verdict (`make fit-check`).
+"""The forecast of each MaxText job of a stack: instant, from its architecture and mesh, or from its compiled step.
 
-The job's fit-check arguments come from the same entrypoint the stack gives its RayJob; the verdict is found
-by the key `make fit-check` stored it under (tools/maxtext_fit/fit_cache.py). No verdict: no step forecast, but
-the instant HBM estimate (preflight/forecast/maxtext_hbm.py) judges the job at once: clearly over the chip's usable
-HBM, it cannot run (preflight fails, naming what to change); near it, only the fit check can tell; the compiled
-verdict, once cached, overrides the estimate. The forecast is for the slices the fit check compiled (an elastic
-job's fewest), at the price of their node pools.
+The job's fit-check arguments come from the same entrypoint the stack gives its RayJob. Without a cached fit-check
+verdict (`make fit-check`), preflight judges the job at once: the instant HBM estimate (forecast/maxtext_hbm.py) says
+whether it fits its chips (clearly over their usable HBM it cannot run: preflight fails, naming what to change;
+near it, only the fit check can tell, and the run fails until it has), and a job that fits gets the instant step
+forecast, its work counted from MaxText's model config and the mesh (preflight/forecast/maxtext_flops.py) at the
+calibrated efficiency. The compiled verdict, once cached (found by the key `make fit-check` stored it under:
+tools/maxtext_fit/fit_cache.py), overrides both: the forecast then rests on the compiled step. Either is for the slices
+the fit check compiles (an elastic job's fewest), at the price of their node pools; the report says which it shows.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from components.facts.topology import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
+from preflight.forecast.maxtext_flops import instant_work_for_fit_argv
 from preflight.forecast.maxtext_hbm import (
     DOES_NOT_FIT,
     TOO_CLOSE,
@@ -36,18 +39,28 @@ from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict
 from tools.maxtext_fit.fit_plan import fit_argv
 from tools.maxtext_fit.hlo_cost import StepWork
 
+COMPILED, INSTANT = "compiled", "instant"
+SOURCES = {COMPILED: "from make fit-check's compiled step", INSTANT: "instant, from the architecture and the mesh"}
+
 
 @dataclass(frozen=True)
 class MaxTextJobForecast(PricedForecast):
     slices: int
     target: str  # MaxText's name for one slice, e.g. v6e-16
     forecast: TpuForecast
-    needed_bytes: float  # HBM per chip, as compiled
-    estimated_bytes: float | None  # the instant estimate, where the model has one
+    needed_bytes: float | None  # HBM per chip, as compiled (None: instant)
+    estimated: HbmEstimate | None  # the instant estimate, where the model has one
+    source: str = COMPILED  # COMPILED or INSTANT: what the step figures rest on
+    refine: str = ""  # the command that compiles the job, for an instant forecast
 
     @property
     def step(self) -> TpuForecast:
         return self.forecast
+
+    @property
+    def undecided(self) -> bool:
+        """An instant forecast of a model the HBM estimate cannot size: the run fails until the fit check decides."""
+        return self.source == INSTANT and self.estimated is None
 
     def lines(self) -> list[str]:
         f = self.forecast
@@ -55,26 +68,53 @@ class MaxTextJobForecast(PricedForecast):
         run_h = f.run_s() / 3600
         return [
             f"{self.job}: MaxText {self.model}, {self.slices} x {self.target} ({f.chips} chips), "
-            + f"{f.work.tokens:,} tokens per chip and step (from make fit-check's compiled step)",
+            + f"{f.work.tokens:,} tokens per chip and step ({SOURCES[self.source]})",
             f"  step: {f.estimate_s:.2f} s estimated, {f.lower_bound_s:.2f} s at best; {f.bound}-bound (matrix "
-            + f"{f.compute_s:.2f} s at peak, HBM {f.memory_s:.2f} s, ICI {f.ici_s:.2f} s, DCN {f.dcn_s:.2f} s); "
+            + f"{f.compute_s:.2f} s at peak, {self.memory_term()}ICI {f.ici_s:.2f} s, DCN {f.dcn_s:.2f} s); "
             + self.calibration_note(),
             self.throughput_line("chip", f.tokens_per_s_per_chip),
             self.cost_line(f"{f.work.steps:,} steps take {run_h:.1f} h for {about}${self.usd_per_hour * run_h:,.0f}"),
-            f"  HBM per chip: {self.needed_bytes / GIB:.1f} GiB compiled"
-            + (f" (instant estimate {self.estimated_bytes / GIB:.1f} GiB)" if self.estimated_bytes else ""),
+            self.hbm_line(),
         ]
+
+    def calibration_note(self) -> str:
+        more = len(self.calibration.instant_checked_on) if self.source == INSTANT else 0
+        return super().calibration_note() + (
+            f"; the instant count checked on {more} more published runs" if more else ""
+        )
+
+    def memory_term(self) -> str:
+        return "" if self.source == INSTANT else f"HBM {self.forecast.memory_s:.2f} s, "
+
+    def hbm_line(self) -> str:
+        held = self.estimated
+        if self.needed_bytes is not None:
+            return f"  HBM per chip: {self.needed_bytes / GIB:.1f} GiB compiled" + (
+                f" (instant estimate {held.total / GIB:.1f} GiB)" if held else ""
+            )
+        if held is None:
+            return (
+                f"  HBM per chip: TOO CLOSE TO CALL: no instant estimate for {self.model} (dense Llama family only); "
+                f"the run fails until {self.refine} compiles the job"
+            )
+        return (
+            f"  HBM per chip: ~{held.judged / GIB:.1f} GiB by the instant estimate, fits; {self.refine} compiles the "
+            "job: the compiled figures replace these"
+        )
 
     def to_json(self) -> dict[str, Any]:
         f = self.forecast
+        held = self.estimated
         return {
             **self.summary_json(),
+            "source": self.source,
+            "undecided": self.undecided,
             "chips": f.chips,
             "tokensPerSecondPerChip": round(f.tokens_per_s_per_chip(), 1),
             "steps": f.work.steps,
             "usdPerRun": round(self.usd_per_hour * f.run_s() / 3600, 2),
-            "hbmGibPerChip": round(self.needed_bytes / GIB, 1),
-            "hbmGibPerChipEstimated": round(self.estimated_bytes / GIB, 1) if self.estimated_bytes else None,
+            "hbmGibPerChip": round(self.needed_bytes / GIB, 1) if self.needed_bytes is not None else None,
+            "hbmGibPerChipEstimated": round(held.total / GIB, 1) if held else None,
         }
 
 
@@ -86,16 +126,32 @@ def fit_check_argv(config: StackConfig, job: MaxTextJobConfig) -> list[str]:
 def job_forecast(
     config: StackConfig, job: MaxTextJobConfig, prices: cost.PriceBook, root: Path
 ) -> MaxTextJobForecast | NoForecast:
-    """The job's forecast from the fit check's cached verdict, or why there is none."""
+    """The job's forecast from the fit check's cached verdict, else the instant one, or why there is none."""
     argv = fit_check_argv(config, job)
     verdict = cached_verdict(root / CACHE_DIR, cache_key(argv, root))
     if verdict is None:
-        return instant_verdict(config, job, argv)
+        return instant_forecast(config, job, argv, prices)
     if verdict.get("cost") is None or verdict.get("fits") is False:
         return NoForecast(job.name, unfit_reason(verdict), cannot_run=True)
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
+    usable = USABLE_HBM_BYTES_PER_CHIP.get(config.slice_group(job.slices).slice.generation.name)
+    return priced_forecast(
+        config, job, prices, work, int(verdict["slices"]), float(verdict["needed_bytes"]), _estimate(argv, usable)
+    )
+
+
+def priced_forecast(
+    config: StackConfig,
+    job: MaxTextJobConfig,
+    prices: cost.PriceBook,
+    work: StepWork,
+    slices: int,
+    needed_bytes: float | None,
+    estimated: HbmEstimate | None,
+) -> MaxTextJobForecast | NoForecast:
+    """The step's work on the job's slices at its generation's calibrated efficiency, priced."""
     group = config.slice_group(job.slices)
-    tpu, slices = group.slice, int(verdict["slices"])
+    tpu = group.slice
     try:
         calibration = tpu_calibration(tpu.generation.name)
     except NoCalibration as error:
@@ -111,31 +167,51 @@ def job_forecast(
         price_estimated=price.estimate,
         calibration=calibration,
         slices=slices,
-        target=verdict["target"],
+        target=f"{tpu.generation.name}-{tpu.chips}",
         forecast=forecast(work, tpu.generation, slices * tpu.chips, calibration.efficiency),
-        needed_bytes=float(verdict["needed_bytes"]),
-        estimated_bytes=_estimated_bytes(argv, USABLE_HBM_BYTES_PER_CHIP.get(tpu.generation.name)),
+        needed_bytes=needed_bytes,
+        estimated=estimated,
+        source=COMPILED if needed_bytes is not None else INSTANT,
+        refine=f"`make fit-check STACK={config.stack}`",
     )
 
 
-def _estimated_bytes(argv: list[str], usable: float | None) -> float | None:
+def _estimate(argv: list[str], usable: float | None) -> HbmEstimate | None:
     try:
-        return estimate_for_fit_argv(argv, usable).total
+        return estimate_for_fit_argv(argv, usable)
     except NoEstimate:
         return None
 
 
-def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str]) -> NoForecast:
-    """What the HBM estimate says of a job no fit check has compiled: it cannot run, it may not, or it should."""
+def instant_forecast(
+    config: StackConfig, job: MaxTextJobConfig, argv: list[str], prices: cost.PriceBook
+) -> MaxTextJobForecast | NoForecast:
+    """A job no fit check has compiled: what the HBM estimate says of it (it cannot run, it may not, or it should),
+    and where it may run, its step counted from its architecture and mesh."""
     fit_check = f"`make fit-check STACK={config.stack}` compiles it"
     generation = config.slice_group(job.slices).slice.generation.name
     usable = USABLE_HBM_BYTES_PER_CHIP.get(generation)
     if usable is None:
         return NoForecast(job.name, f"no usable-HBM figure for {generation}: {fit_check}")
     try:
-        held = estimate_for_fit_argv(argv, usable)
+        held: HbmEstimate | None = estimate_for_fit_argv(argv, usable)
+    except NoEstimate:
+        held = None
+    if held is not None:
+        refused = hbm_refusal(config, job, held, usable, generation)
+        if refused is not None:
+            return refused
+    try:
+        work, slices = instant_work_for_fit_argv(argv, job.steps)
     except NoEstimate as error:
-        return NoForecast(job.name, f"no fit-check result for this configuration yet ({error}): {fit_check}")
+        return NoForecast(job.name, f"no instant forecast for this configuration ({error}): {fit_check}")
+    return priced_forecast(config, job, prices, work, slices, None, held)
+
+
+def hbm_refusal(
+    config: StackConfig, job: MaxTextJobConfig, held: HbmEstimate, usable: float, generation: str
+) -> NoForecast | None:
+    """Why the job cannot run, or must wait for the fit check, by the instant HBM estimate; None where it fits."""
     figure = (
         f"~{held.judged / GIB:.1f} GiB of HBM per chip {judged_as(held)} ({held.parts()}) against {generation}'s "
         + (f"{usable / GIB:.1f}")
@@ -146,9 +222,11 @@ def instant_verdict(config: StackConfig, job: MaxTextJobConfig, argv: list[str])
     if verdict == TOO_CLOSE:
         # Never pass what the compile may refuse: the run fails until the fit check's compile decides.
         return NoForecast(
-            job.name, f"{figure} usable: too close to call without compiling; {fit_check}", undecided=True
+            job.name,
+            f"{figure} usable: too close to call without compiling; `make fit-check STACK={config.stack}` compiles it",
+            undecided=True,
         )
-    return NoForecast(job.name, f"{figure} usable fits by the instant estimate; no step forecast until {fit_check}")
+    return None
 
 
 def judged_as(held: HbmEstimate) -> str:

@@ -4,6 +4,7 @@ the console script runs unactivated from any folder, and a Python without the ve
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,8 @@ def test_forecast_text_fits_100_columns():
     result = preflight("forecast", "--stack", "dev")
     assert result.returncode == 0, result.stderr
     assert "llama31-70b-fsdp: meta-llama/Llama-3.1-70B" in result.stdout
+    maxtext = result.stdout.split("llama3-8b: MaxText llama3-8b", 1)[1]  # instant, or compiled where cached
+    assert re.search(r"\n  step: [\d.]+ s estimated", maxtext.split("\nllama", 1)[0])
     assert max(len(line) for line in result.stdout.splitlines()) <= 100
 
 

@@ -78,7 +78,8 @@ def test_the_dev_files_70b_is_refused_without_a_compile(fit_check_root, dev_plan
 
 def test_a_job_well_inside_the_hbm_is_passed_and_a_borderline_one_sent_to_the_fit_check(fit_check_root):
     (fits,) = maxtext_results(dev_config(), fit_check_root)
-    assert isinstance(fits, NoForecast) and not fits.cannot_run and "fits by the instant estimate" in fits.reason
+    assert isinstance(fits, MaxTextJobForecast) and not fits.cannot_run and not fits.undecided
+    assert "by the instant estimate, fits" in fits.lines()[-1]
 
     def batch(size):
         def edit(values):
