@@ -12,9 +12,14 @@ flags that this libtpu accepts), reads what each chip does per step, and forecas
   approximation, said in the table).
 
 Compiles take 5-11 minutes and 2-4 GB each; verdicts are cached in .cache/fit-check/ (make fit-check's cache),
-so a second run only forecasts. --recompile ignores the cache.
+so a second run only forecasts. --recompile ignores the cache. Each anchor's instant forecast (counted from the
+architecture and mesh, no compile: preflight/forecast/maxtext_flops.py) is printed beside the compiled one.
+
+--instant compiles nothing (and needs no MaxText): it prints the instant forecast and the instant HBM verdict of every
+published recipe in benchmarks/maxtext_recipes.py beside the compiled forecast recorded there and the published step.
 
     .venv-maxtext/bin/python benchmarks/maxtext_forecast.py [--recompile] [--only '70B, v6e-32' ...]
+    .venv/bin/python benchmarks/maxtext_forecast.py --instant
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.maxtext_recipes import RECIPE_ARGS
+from benchmarks.maxtext_recipes import LLAMA_8B_V6E_8_AT_BATCH_2, RECIPE_ARGS, RECIPES
 from components.facts.maxtext import slice_flags
+from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
 from preflight.forecast.calibration import tpu_calibration
-from preflight.forecast.maxtext import forecast
-from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
+from preflight.forecast.maxtext import TpuForecast, forecast
+from preflight.forecast.maxtext_flops import instant_work_for_fit_argv
+from preflight.forecast.maxtext_hbm import NoEstimate, estimate_for_fit_argv, hbm_verdict
 from tools.maxtext_fit.hlo_cost import StepWork
 
 # The recipes' libtpu flags (benchmarks/xla_flags_library.py in AI-Hypercomputer/maxtext): dense VMEM limit,
@@ -137,6 +144,8 @@ ANCHORS = (
 
 def step_work(anchor: Anchor, recompile: bool) -> StepWork | str:
     """The anchor's compiled step per chip, or why there is none."""
+    from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict, fit_and_cache
+
     argv = anchor.fit_argv()
     os.environ["LIBTPU_INIT_ARGS"] = " ".join(RECIPE_LIBTPU_FLAGS)
     key = cache_key(argv, REPO_ROOT)
@@ -165,6 +174,47 @@ def chosen_anchors(only: list[str] | None) -> tuple[Anchor, ...]:
     return chosen
 
 
+def instant(fit_argv: list[str], chips: int) -> TpuForecast:
+    """The step counted from the architecture and mesh, at v6e's calibrated efficiency."""
+    work, slices = instant_work_for_fit_argv(fit_argv, steps=15)
+    return forecast(work, TPU_GENERATIONS["v6e"], chips * slices, tpu_calibration("v6e").efficiency)
+
+
+def hbm_verdict_of(fit_argv: list[str]) -> str:
+    usable = USABLE_HBM_BYTES_PER_CHIP["v6e"]
+    try:
+        held = estimate_for_fit_argv(fit_argv, usable)
+    except NoEstimate:
+        return "no estimate (too close to call)"
+    judged = "at least" if held.calibrated else "in full"
+    return f"{hbm_verdict(held, usable)} ({held.judged / 2**30:.1f} GiB {judged})"
+
+
+def instant_table() -> None:
+    """Every published recipe's instant forecast beside its compiled forecast (where recorded) and published step."""
+    calibrating = set(tpu_calibration("v6e").calibrated_on)
+    print(
+        "| recipe | role | instant s | compiled s | published s | instant / compiled | instant / published "
+        "| instant MFU (published) | compiled HBM | instant HBM verdict |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |")
+    for recipe in (*RECIPES, LLAMA_8B_V6E_8_AT_BATCH_2):
+        step = instant(recipe.fit_argv(), recipe.slice.chips)
+        batch = recipe.args[1].split("=")[1]
+        role = "calibrates" if f"tpu-recipes {recipe.name}" in calibrating else "check"
+        compiled = recipe.compiled_seconds
+        vs_compiled = f"{step.estimate_s / compiled:.3f}" if compiled else "—"
+        compiled_s = f"{compiled:.2f}" if compiled else "—"
+        vs_published = step.estimate_s / recipe.published_seconds
+        mark = "" if abs(vs_published - 1) <= 0.15 else " (MISS)"
+        hbm = f"{recipe.compiled} ({recipe.compiled_gib:.1f} GiB)" if recipe.compiled else "not compiled"
+        print(
+            f"| {recipe.name}, batch {batch} | {role} | {step.estimate_s:.2f} | {compiled_s} "
+            f"| {recipe.published_seconds:.2f} | {vs_compiled} | {vs_published:.3f}{mark} "
+            f"| {step.mfu():.1%} ({recipe.published_tflops / 918:.1%}) | {hbm} | {hbm_verdict_of(recipe.fit_argv())} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recompile", action="store_true", help="compile every anchor again")
@@ -174,7 +224,11 @@ def main() -> None:
         metavar="NAME",
         help="the anchors whose name contains NAME (repeatable, e.g. --only '70B, v6e-32'); default: all",
     )
+    parser.add_argument("--instant", action="store_true", help="compile nothing: the instant forecast of every recipe")
     args = parser.parse_args()
+    if args.instant:
+        instant_table()
+        return
     v6e = TPU_GENERATIONS["v6e"]
     rows, implied = [], {}
     for anchor in chosen_anchors(args.only):
@@ -194,10 +248,10 @@ def main() -> None:
             f"(in use: {tpu_calibration('v6e').efficiency}, {tpu_calibration('v6e').label})"
         )
     print(
-        "| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | published s "
+        "| anchor | role | compiled TFLOP/chip/step | bound | lower bound s | estimate s | instant s | published s "
         "| forecast tokens/s/chip | published | ratio | MFU (MaxText 0.2.5 count) |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for anchor, work, result in rows:
         role = "calibrates" if anchor.calibrates else "check"
         ratio = result.tokens_per_s_per_chip() / anchor.published_tokens
@@ -207,7 +261,8 @@ def main() -> None:
         note = f" — {anchor.note}" if anchor.note else ""
         print(
             f"| {anchor.name}{note} | {role} | {work.matmul_flops / 1e12:,.0f} | {result.bound} "
-            f"| {result.lower_bound_s:.2f}{bound_ok} | {result.estimate_s:.2f} | {published_s:.2f} "
+            f"| {result.lower_bound_s:.2f}{bound_ok} | {result.estimate_s:.2f} "
+            f"| {instant(anchor.fit_argv(), anchor.slice.chips).estimate_s:.2f} | {published_s:.2f} "
             f"| {result.tokens_per_s_per_chip():,.0f} | {anchor.published_tokens:,.0f} | {ratio:.3f} ({verdict}) "
             f"| {result.mfu():.1%} (published {anchor.published_tflops / 918:.1%}) |"
         )

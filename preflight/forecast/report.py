@@ -1,7 +1,7 @@
 """The forecast of each job of a stack: its step, throughput, MFU, and what its run or DWS window costs.
 
-FSDP jobs are forecast from their shape (preflight/forecast/fsdp_jobs.py); MaxText jobs from their compiled step,
-once `make fit-check` has compiled them (preflight/forecast/maxtext_jobs.py).
+FSDP jobs are forecast from their shape (preflight/forecast/fsdp_jobs.py); MaxText jobs from their architecture and
+mesh at once, or from their compiled step once `make fit-check` has compiled them (preflight/forecast/maxtext_jobs.py).
 
 .venv/bin/python -m preflight forecast [--stack dev]
 """
@@ -26,8 +26,8 @@ AnyForecast = FsdpJobForecast | MaxTextJobForecast | NoForecast
 
 
 def stack_forecasts(config: StackConfig, root: Path | None = None) -> list[AnyForecast]:
-    """Every enabled job's forecast; MaxText jobs' from the fit-check cache under `root` (default: this checkout,
-    where `make fit-check` keeps it)."""
+    """Every enabled job's forecast; MaxText jobs' compiled ones from the fit-check cache under `root` (default: this
+    checkout, where `make fit-check` keeps it), instant ones where it has none."""
     prices = cost.load_prices()
     return [*fsdp_forecasts(config, prices), *maxtext_forecasts(config, prices, root or CHECKOUT)]
 
