@@ -254,7 +254,10 @@ def forecast_summary(forecast: Mapping[str, Any]) -> str:
         parts.append(
             f"{hours:g} h window: {forecast.get('stepsInWindow', '?')} steps {usd}{forecast['usdPerWindow']:,.0f}"
         )
-    return ", ".join(parts) or "see the Forecast section"
+    if forecast.get("source") == "instant":
+        parts.append("instant")
+    summary = ", ".join(parts) or "see the Forecast section"
+    return f"TOO CLOSE TO CALL (no HBM estimate): {summary}" if forecast.get("undecided") else summary
 
 
 def _queue_row(

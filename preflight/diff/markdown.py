@@ -118,7 +118,8 @@ def forecast_cell(forecast: dict[str, Any] | None) -> str:
     calibrated = f" ({forecast['calibration']})" if forecast.get("calibration") else ""
     if forecast.get("source") == "instant":  # a MaxText step counted from the architecture, not compiled
         calibrated = f" (instant, from the architecture; {forecast['calibration']})"
-    return f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}{calibrated}"
+    cell = f"{step}, {throughput}, MFU {forecast['mfu']:.1%}, {about}${usd:,.0f} {dollars}{calibrated}"
+    return f"TOO CLOSE TO CALL (no HBM estimate): {cell}" if forecast.get("undecided") else cell
 
 
 def forecast_changes(diff: PlanDiff) -> list[tuple[str, str, str]]:

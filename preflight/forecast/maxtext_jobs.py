@@ -135,9 +135,8 @@ def job_forecast(
         return NoForecast(job.name, unfit_reason(verdict), cannot_run=True)
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
     usable = USABLE_HBM_BYTES_PER_CHIP.get(config.slice_group(job.slices).slice.generation.name)
-    return priced_forecast(
-        config, job, prices, work, int(verdict["slices"]), float(verdict["needed_bytes"]), _estimate(argv, usable)
-    )
+    slices = (int(verdict["slices"]), verdict["target"])
+    return priced_forecast(config, job, prices, work, slices, float(verdict["needed_bytes"]), _estimate(argv, usable))
 
 
 def priced_forecast(
@@ -145,13 +144,14 @@ def priced_forecast(
     job: MaxTextJobConfig,
     prices: cost.PriceBook,
     work: StepWork,
-    slices: int,
+    slices: tuple[int, str],  # how many, and MaxText's name for one (as the fit check compiled them)
     needed_bytes: float | None,
     estimated: HbmEstimate | None,
 ) -> MaxTextJobForecast | NoForecast:
     """The step's work on the job's slices at its generation's calibrated efficiency, priced."""
     group = config.slice_group(job.slices)
     tpu = group.slice
+    count, target = slices
     try:
         calibration = tpu_calibration(tpu.generation.name)
     except NoCalibration as error:
@@ -163,12 +163,12 @@ def priced_forecast(
     return MaxTextJobForecast(
         job=job.name,
         model=job.model_name,
-        usd_per_hour=node_hour * tpu.vms * slices,
+        usd_per_hour=node_hour * tpu.vms * count,
         price_estimated=price.estimate,
         calibration=calibration,
-        slices=slices,
-        target=f"{tpu.generation.name}-{tpu.chips}",
-        forecast=forecast(work, tpu.generation, slices * tpu.chips, calibration.efficiency),
+        slices=count,
+        target=target,
+        forecast=forecast(work, tpu.generation, count * tpu.chips, calibration.efficiency),
         needed_bytes=needed_bytes,
         estimated=estimated,
         source=COMPILED if needed_bytes is not None else INSTANT,
@@ -189,7 +189,8 @@ def instant_forecast(
     """A job no fit check has compiled: what the HBM estimate says of it (it cannot run, it may not, or it should),
     and where it may run, its step counted from its architecture and mesh."""
     fit_check = f"`make fit-check STACK={config.stack}` compiles it"
-    generation = config.slice_group(job.slices).slice.generation.name
+    tpu = config.slice_group(job.slices).slice
+    generation = tpu.generation.name
     usable = USABLE_HBM_BYTES_PER_CHIP.get(generation)
     if usable is None:
         return NoForecast(job.name, f"no usable-HBM figure for {generation}: {fit_check}")
@@ -204,8 +205,11 @@ def instant_forecast(
     try:
         work, slices = instant_work_for_fit_argv(argv, job.steps)
     except NoEstimate as error:
-        return NoForecast(job.name, f"no instant forecast for this configuration ({error}): {fit_check}")
-    return priced_forecast(config, job, prices, work, slices, None, held)
+        # Neither sized nor counted: where the HBM estimate could not judge it either, the run waits for the compile.
+        reason = f"no instant forecast for this configuration ({error}): {fit_check}"
+        return NoForecast(job.name, reason, undecided=held is None)
+    # Only v6e is calibrated (NoCalibration otherwise), whose MaxText names count chips: v6e-16 is 16 chips.
+    return priced_forecast(config, job, prices, work, (slices, f"{generation}-{tpu.chips}"), None, held)
 
 
 def hbm_refusal(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.maxtext_recipes import recipe
+from preflight.diff.markdown import forecast_cell
 from preflight.forecast.maxtext_flops import architecture, flops_per_token, instant_work, instant_work_for_fit_argv
 from preflight.forecast.maxtext_hbm import base_yml_defaults
 from preflight.forecast.maxtext_jobs import INSTANT, MaxTextJobForecast
 from preflight.forecast.report import stack_forecasts
+from preflight.report import forecast_summary
 from tests.preflight.forecast.test_maxtext_forecast import dev_config
 
 LLAMA = ["model_name=llama3.1-8b", "per_device_batch_size=4", "max_target_length=8192"]
@@ -61,3 +63,5 @@ def test_a_mixtral_job_gets_an_instant_step_but_the_run_waits_for_the_fit_check(
     assert result.forecast.estimate_s > 0 and result.forecast.work.tokens == 4096
     assert result.undecided and result.to_json()["undecided"] is True
     assert "TOO CLOSE TO CALL: no instant estimate for mixtral-8x7b" in result.lines()[-1]
+    assert forecast_cell(result.to_json()).startswith("TOO CLOSE TO CALL (no HBM estimate): ")
+    assert forecast_summary(result.to_json()).startswith("TOO CLOSE TO CALL (no HBM estimate): step ")
