@@ -202,6 +202,16 @@ def instant_work_for_fit_argv(fit_argv: Sequence[str], steps: int) -> tuple[Step
     an elastic job."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
+    devices_per_chip = int(values.get("--devices-per-chip", 1))
     chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
     fewest = int(values.get("--min-slices", values["--slices"]))
-    return instant_work(maxtext_args, chips_per_slice, fewest, steps), fewest
+    per_device = instant_work(maxtext_args, chips_per_slice * devices_per_chip, fewest, steps)
+    return per_chip(per_device, devices_per_chip), fewest
+
+
+def per_chip(work: StepWork, devices_per_chip: int) -> StepWork:
+    """A device's step as its chip's (TPU7x: two devices a chip), which is what the peak figures are per."""
+    if devices_per_chip == 1:
+        return work
+    scaled = ("matmul_flops", "hbm_bytes", "ici_bytes", "dcn_bytes", "model_flops", "tokens")
+    return dataclasses.replace(work, **{name: getattr(work, name) * devices_per_chip for name in scaled})

@@ -208,8 +208,7 @@ def instant_forecast(
         # Neither sized nor counted: where the HBM estimate could not judge it either, the run waits for the compile.
         reason = f"no instant forecast for this configuration ({error}): {fit_check}"
         return NoForecast(job.name, reason, undecided=held is None)
-    # Only v6e is calibrated (NoCalibration otherwise), whose MaxText names count chips: v6e-16 is 16 chips.
-    return priced_forecast(config, job, prices, work, (slices, f"{generation}-{tpu.chips}"), None, held)
+    return priced_forecast(config, job, prices, work, (slices, tpu.pod_type), None, held)
 
 
 def hbm_refusal(

@@ -40,7 +40,9 @@ HBM_BYTES_PER_CHIP: dict[str, float] = {
     "TPU-V5LITEPOD": 16e9,
     "TPU-V5P": 95e9,
     "TPU-V6E": 31.24 * 2**30,
-    "TPU-V7X": 192e9,
+    # A TPU7x chip is two JAX devices of 96 GiB each, and a program runs per device: v6e's usable share of that, an
+    # assumption until libtpu states it (docs/cloud-facts.md: TPU7x figures that are assumptions).
+    "TPU-V7X": 96 * 2**30 * 31.24 / 32,
 }
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_REFUSED = 0, 1, 2
 GB, GIB = 1e9, 2**30

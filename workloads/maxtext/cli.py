@@ -31,9 +31,7 @@ def add_slice_flags(parser: argparse.ArgumentParser) -> None:
     facts.add_argument("--slices", type=int, required=True, help="slices the job starts with")
     facts.add_argument("--hosts-per-slice", type=int, required=True, help="VMs (Ray workers) per slice")
     facts.add_argument("--chips-per-host", type=int, required=True, help="chips per VM (Ray's TPU resource per worker)")
-    facts.add_argument(
-        "--devices-per-chip", type=int, default=1, help="JAX devices per chip (TPU7x: 2, one per TensorCore)"
-    )
+    facts.add_argument("--devices-per-chip", type=int, help="JAX devices per chip (default 1; TPU7x: 2)")
     facts.add_argument("--min-slices", type=int, help="elastic: fewest slices to run on (default --slices)")
     facts.add_argument("--max-slices", type=int, help="elastic: most slices to run on (default --slices)")
 
@@ -45,7 +43,7 @@ def slice_facts_from(namespace: argparse.Namespace) -> SliceFacts:
         slices=namespace.slices,
         hosts_per_slice=namespace.hosts_per_slice,
         chips_per_host=namespace.chips_per_host,
-        devices_per_chip=namespace.devices_per_chip,
+        devices_per_chip=namespace.devices_per_chip or 1,
         min_slices=namespace.min_slices,
         max_slices=namespace.max_slices,
     )

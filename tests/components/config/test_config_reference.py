@@ -54,7 +54,7 @@ def test_the_table_lists_nested_and_list_keys_with_types_allowed_values_and_defa
     ("key", "type_name"),
     [
         ("trainyard:network.podRange", "CIDR"),
-        ("trainyard:network.dcnRanges", "list of 2 CIDR"),
+        ("trainyard:network.dcnRanges", "list of CIDR"),
         ("trainyard:network.rdmaRanges", "list of CIDR"),
         ("trainyard:jobs.maxtext[].ici", "map of string to integer"),
         ("trainyard:jobs.maxtext[].minSlices", "integer"),  # Optional[Annotated[int, ...]]

@@ -61,7 +61,7 @@ def test_seed_tables(shape, machine_type, vms, chips_per_vm):
     ("args", "message"),
     [
         (("v6e", "4x3"), "'4x3' is not a v6e topology (allowed: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16)"),
-        (("v9z", "4x4"), "'v9z' is not a supported TPU generation (allowed: v6e)"),
+        (("v9z", "4x4"), "'v9z' is not a supported TPU generation (allowed: v6e, tpu7x)"),
         (
             ("v6e", "4x4", "ct6e-standard-8t"),
             "'ct6e-standard-8t' cannot form a v6e 4x4 slice (allowed: ct6e-standard-4t)",
@@ -127,5 +127,6 @@ def test_the_fit_checks_own_hbm_table_agrees_with_the_topology_facts():
     published HBM."""
     for generation in topology.TPU_GENERATIONS.values():
         usable = generation.usable_hbm_bytes_per_chip or generation.hbm_bytes_per_chip
-        assert HBM_BYTES_PER_CHIP[generation.ray_accelerator_type] == usable, generation.name
+        per_device = usable / generation.devices_per_chip  # a compiled program runs on one device
+        assert HBM_BYTES_PER_CHIP[generation.ray_accelerator_type] == pytest.approx(per_device), generation.name
     assert HBM_BYTES_PER_CHIP["TPU-V6E"] > 30 * 2**30
