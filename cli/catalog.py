@@ -93,7 +93,13 @@ def gpu_machines() -> list[dict[str, Any]]:
             "hbmBytesPerGpu": machine.hbm_bytes,
             "rdmaNics": machine.rdma_nics,
             "localSsds": machine.local_ssds,
+            "localSsdGib": machine.local_ssd_gib,
             "peakBf16FlopsPerGpu": machine.peak_bf16_flops_per_gpu,
+            "cpuArch": machine.cpu_arch,
+            "rdma": machine.rdma,
+            "minGkeVersion": machine.min_gke_version,
+            "capacities": [str(mode) for mode in machine.capacities],
+            "nvlinkDomainTopology": machine.nvlink_domain_topology,
         }
         for machine in topology.GPU_MACHINES.values()
     ]
@@ -259,16 +265,24 @@ def render(data: dict[str, Any]) -> str:
     )
     lines += ["", "GPU machines (trainyard:gpuPools[].machineType):"]
     lines += table(
-        ["machine type", "GPUs", "HBM/GPU", "bf16 peak/GPU", "RDMA NICs", "local SSDs"],
+        ["machine type", "GPUs", "HBM/GPU", "bf16 peak/GPU", "CPU", "NVLink domain", "local SSDs"],
         [
             [
                 g["machineType"],
                 f"{g['gpusPerVm']} x {g['accelerator']}",
                 f"{g['hbmBytesPerGpu'] / GB:.0f} GB",
                 f"{g['peakBf16FlopsPerGpu'] / 1e12:,.0f} TFLOP/s",
-                g["rdmaNics"],
-                g["localSsds"],
+                g["cpuArch"],
+                g["nvlinkDomainTopology"] or "VM",
+                f"{g['localSsds']} x {g['localSsdGib']:,} GiB",
             ]
+            for g in data["gpuMachines"]
+        ],
+    )
+    lines += table(
+        ["machine type", "RDMA NICs", "GKE at least", "capacity"],
+        [
+            [g["machineType"], f"{g['rdmaNics']} ({g['rdma']})", g["minGkeVersion"] or "-", ", ".join(g["capacities"])]
             for g in data["gpuMachines"]
         ],
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from components.facts import gke
-from components.facts.capacity import TPU_CAPACITIES, Capacity
+from components.facts.capacity import GPU_CAPACITIES, TPU_CAPACITIES, Capacity
 
 
 class TopologyError(ValueError):
@@ -322,6 +322,11 @@ def tpu_slice(generation: str, topology: str, machine_type: str | None = None) -
     return TpuSlice(generation=gen, topology=topology, machine_type=machine_type)
 
 
+# How a GPU machine's RDMA NICs reach pods: through VPCs on a RoCE network profile that the pool attaches as
+# additional node networks (A4), or through GKE managed DRANET, which attaches them itself (A4X).
+RDMA_VPC, RDMA_DRANET = "vpc", "dranet"
+
+
 @dataclass(frozen=True)
 class GpuMachine:
     """A GPU machine type with its accelerators and the NICs GPUDirect RDMA needs."""
@@ -333,28 +338,46 @@ class GpuMachine:
     extra_gvnics: int
     peak_bf16_flops_per_gpu: float
     nccl_tuner_config: str
-    local_ssds: int = 0  # 375 GiB local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
+    local_ssds: int = 0  # local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
+    local_ssd_gib: int = 375  # the size of each
     # Per GPU and direction: NVLink inside the VM, the GPU's own RDMA NIC between VMs (docs/cloud-facts.md).
     nvlink_bytes_per_s: float = 0.0
     network_bytes_per_s: float = 0.0
     hbm_bytes: float = 0.0  # per GPU
+    cpu_arch: str = "amd64"  # the architecture of the host CPU, and so of every image its pods run
+    rdma: str = RDMA_VPC
+    min_gke_version: str | None = None  # the oldest GKE version that runs the machine as the stack sets it up
+    capacities: tuple[Capacity, ...] = GPU_CAPACITIES  # the capacity modes GKE offers for it
+    # The NVLink domain's shape in a HIGH_THROUGHPUT workload policy (A4X: 18 VMs, 72 GPUs on one NVLink fabric);
+    # None: NVLink ends at the VM.
+    nvlink_domain_topology: str | None = None
+
+    @property
+    def dranet(self) -> bool:
+        return self.rdma == RDMA_DRANET
 
     @property
     def gvnic_network_names(self) -> tuple[str, ...]:
-        """Names of the extra gVNIC networks (GKE's own default interface is eth0)."""
+        """Names of the extra gVNIC networks the stack attaches (GKE's own default interface is eth0)."""
+        if self.dranet:
+            return ()
         return tuple(f"gvnic-{index + 1}" for index in range(self.extra_gvnics))
 
     @property
     def rdma_network_names(self) -> tuple[str, ...]:
+        if self.dranet:
+            return ()
         return tuple(f"rdma-{index}" for index in range(self.rdma_nics))
 
     @property
     def additional_network_names(self) -> tuple[str, ...]:
-        """Extra NICs in pod-interface order: eth1.. are the gVNICs, then the RDMA NICs."""
+        """Extra NICs in pod-interface order: eth1.. are the gVNICs, then the RDMA NICs (none with DRANET, which
+        hands pods their NICs through resource claims)."""
         return self.gvnic_network_names + self.rdma_network_names
 
 
 A4_MACHINE_TYPE = "a4-highgpu-8g"
+A4X_MACHINE_TYPE = "a4x-highgpu-4g"
 
 GPU_MACHINES: dict[str, GpuMachine] = {
     A4_MACHINE_TYPE: GpuMachine(
@@ -370,10 +393,41 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         network_bytes_per_s=50e9,  # one 400 Gb/s RDMA NIC per GPU (8 x 400 Gb/s per VM)
         hbm_bytes=180e9,  # 1,440 GB of HBM3e per VM
     ),
+    # docs/cloud-facts.md: A4X (GB200).
+    A4X_MACHINE_TYPE: GpuMachine(
+        machine_type=A4X_MACHINE_TYPE,
+        accelerator="nvidia-gb200",
+        gpus_per_vm=4,
+        rdma_nics=4,
+        extra_gvnics=1,
+        peak_bf16_flops_per_gpu=2.5e15,  # 180 PFLOP/s dense BF16 per 72-GPU NVL72 rack
+        nccl_tuner_config="tuner_config_a4x.txtpb",
+        local_ssds=4,  # 4 x 3,000 GiB Titanium SSD: 12,000 GiB, as on A4
+        local_ssd_gib=3000,
+        nvlink_bytes_per_s=900e9,  # NVLink 5: 1.8 TB/s per GPU both directions, across the whole NVL72 domain
+        network_bytes_per_s=50e9,  # one 400 Gb/s CX-7 RDMA NIC per GPU
+        hbm_bytes=186e9,
+        cpu_arch="arm64",  # two Grace CPUs
+        rdma=RDMA_DRANET,
+        min_gke_version="1.34.1-gke.1829001",  # managed DRANET
+        capacities=(Capacity.RESERVATION,),
+        nvlink_domain_topology="1x72",
+    ),
+}
+
+# Machines GKE has and the stack does not build, with what is missing: refused by name.
+UNSUPPORTED_GPU_MACHINES: dict[str, str] = {
+    "a4x-maxgpu-4g-metal": (
+        "A4X Max (GB300, bare metal, reservation only) is not built: it needs an RDMA VPC on the "
+        "<zone>-vpc-roce-metal network profile with DRANET claims, the NVIDIA DRA driver 25.8 with its ASAP daemon, "
+        "a GKE 1.34.3-gke.1318000 or later and driver 580.95.05 or later; A4X's setup is not interchangeable"
+    ),
 }
 
 
 def gpu_machine(machine_type: str) -> GpuMachine:
+    if machine_type in UNSUPPORTED_GPU_MACHINES:
+        raise TopologyError(f"{machine_type!r} is not supported: {UNSUPPORTED_GPU_MACHINES[machine_type]}")
     return _lookup(GPU_MACHINES, machine_type, "GPU machine type")
 
 
@@ -389,6 +443,7 @@ class MachineShape:
 # GPU machines, from Compute Engine's machine-type tables (each TPU generation's are on its record).
 _ACCELERATOR_SHAPES = {
     "a4-highgpu-8g": (224, 3968),
+    "a4x-highgpu-4g": (140, 884),
 }
 
 
@@ -519,10 +574,10 @@ def allocatable_ephemeral_storage_bytes(boot_disk_gb: float) -> int:
 LOCAL_SSD_GIB = 375
 
 
-def allocatable_local_ssd_bytes(count: int) -> int:
+def allocatable_local_ssd_bytes(count: int, ssd_gib: int = LOCAL_SSD_GIB) -> int:
     """Ephemeral storage on local SSDs (same page): minus 50, 75 or 100 GiB for 1, 2 or more SSDs and a 10% eviction
     threshold."""
-    disk = count * LOCAL_SSD_GIB * GIB
+    disk = count * ssd_gib * GIB
     reserved = {1: 50, 2: 75}.get(count, 100) * GIB
     return int(disk - reserved - 0.1 * disk)
 
@@ -533,6 +588,7 @@ def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_
     them instead of the boot disk."""
     shape = machine_shape(machine_type)
     accelerators: dict[str, int] = {}
+    ssd_gib = GPU_MACHINES[machine_type].local_ssd_gib if machine_type in GPU_MACHINES else LOCAL_SSD_GIB
     if (generation := tpu_generation_of_machine(machine_type)) is not None:
         accelerators[gke.TPU_RESOURCE] = generation.chips_per_machine_type[machine_type]
     elif machine_type in GPU_MACHINES:
@@ -540,7 +596,7 @@ def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_
     return Allocatable(
         cpu_millicores=allocatable_cpu_millicores(shape.vcpus),
         memory_bytes=allocatable_memory_bytes(shape.memory_gib),
-        ephemeral_storage_bytes=allocatable_local_ssd_bytes(local_ssds)
+        ephemeral_storage_bytes=allocatable_local_ssd_bytes(local_ssds, ssd_gib)
         if local_ssds
         else allocatable_ephemeral_storage_bytes(boot_disk_gb),
         accelerators=accelerators,

@@ -25,7 +25,9 @@ def test_the_text_lists_every_fact_within_100_columns():
     assert "v6e    4x4       16     ct6e-standard-4t*   4         4            v6e-16" in lines
     assert "tpu7x  2x2x2     8      tpu7x-standard-4t*  4         2            tpu7x-16" in lines
     assert "tpu7x  workload-policy  1.34.0-gke.2201000  onDemand, spot, flexStart, reservation" in lines
-    assert any(line.startswith("a4-highgpu-8g  8 x nvidia-b200  180 GB") for line in lines)
+    assert any(line.startswith("a4-highgpu-8g   8 x nvidia-b200   180 GB") for line in lines)
+    assert "a4x-highgpu-4g  4 x nvidia-gb200  186 GB   2,500 TFLOP/s  arm64  1x72           4 x 3,000 GiB" in lines
+    assert "a4x-highgpu-4g  4 (dranet)  1.34.1-gke.1829001  reservation" in lines
     for mode in Capacity:
         assert any(line.startswith(f"{mode} ") for line in lines), mode
     assert "dwsQueued    no   yes  flex-start  DWS flex-start; queued (a ProvisioningRequest)" in lines
