@@ -38,7 +38,7 @@ class TrainyardStack(pulumi.ComponentResource):
             network=config.network,
             private_nodes=config.cluster.private_nodes,
             dcn=config.multislice,
-            gpu=bool(config.gpu_pools),
+            gpu=config.rdma_vpcs,
         )
         self.networks = Networks("networks", networks, child)
         identities = NodeIdentitiesArgs(
@@ -97,7 +97,7 @@ class TrainyardStack(pulumi.ComponentResource):
             workload_namespace=self.workload_namespace.namespace,
         )
         self.kueue = Kueue("kueue", kueue, child)
-        rdma = RdmaArgs(config.gpu_pools, self.networks, self.cluster.provider)
+        rdma = RdmaArgs(config.gpu_pools, self.networks, self.cluster.provider, self.workload_namespace.namespace)
         self.rdma = Rdma("rdma", rdma, child) if config.gpu_pools else None
         self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
@@ -125,7 +125,15 @@ class TrainyardStack(pulumi.ComponentResource):
         runs_fsdp_image = bool(jobs.enabled_fsdp) or config.nccl_smoke_on_trainer_image
         trainers = (("maxtext",) if runs_ray else ()) + (("fsdp",) if runs_fsdp_image else ())
         readers = self.node_identities.members
-        images = TrainerImagesArgs(config.project, config.region, config.stack, config.images, trainers, readers)
+        images = TrainerImagesArgs(
+            config.project,
+            config.region,
+            config.stack,
+            config.images,
+            trainers,
+            readers,
+            platforms={"fsdp": config.fsdp_platforms},
+        )
         self.images = TrainerImages("images", images, child) if trainers else None
         # Each trainer's own code, so a change to one touches only its jobs; the standalone RayCluster has none.
         with_code = (("maxtext",) if jobs.enabled_maxtext else ()) + (("fsdp",) if jobs.enabled_fsdp else ())

@@ -17,6 +17,7 @@ from components.config.cloud_checks import (
     overlap_problems,
     pod_range_problems,
 )
+from components.config.gpu_checks import gpu_machine_problems
 from components.config.job_checks import job_problems
 from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.config.problem import UNSET, ConfigProblem, reason
@@ -129,6 +130,7 @@ def domain_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _key_problems(config)
     yield from _tpu_problems(config)
     yield from _gpu_problems(config)
+    yield from gpu_machine_problems(config)
     yield from _pool_name_problems(config)
     yield from _gcp_name_problems(config)
     yield from _node_count_problems(config)
@@ -268,7 +270,9 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"{path}.minNodes", pool.min_nodes, f"is above maxNodes (allowed: 0 to {pool.max_nodes})"
             )
         yield from _compact_placement_problems(path, pool)
-    rdma_needed = {pool.machine.rdma_nics for pool in config.gpu_pools if _known_gpu(pool.machine_type)}
+    rdma_needed = {
+        pool.machine.rdma_nics for pool in config.gpu_pools if _known_gpu(pool.machine_type) and not pool.machine.dranet
+    }
     for needed in rdma_needed:
         if len(config.network.rdma_ranges) != needed:
             yield ConfigProblem(

@@ -24,7 +24,7 @@ def _ranges_in_use(config: StackConfig) -> list[tuple[str, IPv4Network]]:
     ]
     if config.multislice:
         ranges += [(f"trainyard:network.dcnRanges[{i}]", r) for i, r in enumerate(net.dcn_ranges)]
-    if config.gpu_pools:
+    if config.rdma_vpcs:
         ranges.append(("trainyard:network.gvnicRange", net.gvnic_range))
         ranges += [(f"trainyard:network.rdmaRanges[{i}]", r) for i, r in enumerate(net.rdma_ranges)]
     return ranges
@@ -130,7 +130,7 @@ def _subnet_loads(config: StackConfig) -> list[tuple[str, IPv4Network, int, str]
         loads += [
             (f"trainyard:network.dcnRanges[{i}]", r, tpu_vms, "the TPU VMs") for i, r in enumerate(net.dcn_ranges)
         ]
-    if config.gpu_pools:  # every GPU node has a gVNIC NIC and one NIC on each RDMA subnet
+    if config.rdma_vpcs:  # every GPU node has a gVNIC NIC and one NIC on each RDMA subnet
         gpu_nodes = sum(pool.max_nodes for pool in config.gpu_pools)
         loads.append(("trainyard:network.gvnicRange", net.gvnic_range, gpu_nodes, "the GPU nodes"))
         loads += [

@@ -47,6 +47,7 @@ ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"
 GpuDriverVersion = Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
 SecurityPosture = Literal["DISABLED", "BASIC", "ENTERPRISE"]
 NatLogs = Literal["ERRORS_ONLY", "TRANSLATIONS_ONLY", "ALL"]
+Platform = Literal["linux/amd64", "linux/arm64"]
 
 
 class SystemPoolConfig(ConfigModel):
@@ -245,6 +246,11 @@ class GpuPoolConfig(ConfigModel):
         return topology.gpu_machine(self.machine_type)
 
     @property
+    def platform(self) -> str:
+        """The platform every image on the pool's nodes must be built for."""
+        return f"linux/{self.machine.cpu_arch}"
+
+    @property
     def node_selector(self) -> dict[str, str]:
         """The pool's nodes and no other's (its Kueue flavor's label): the GPU shape and the pool."""
         return {gke.GPU_ACCELERATOR_LABEL: self.machine.accelerator, gke.NODE_POOL_LABEL: self.name}
@@ -286,6 +292,10 @@ class ImagesConfig(ConfigModel):
     fsdp: PinnedImage | None = None
     """A prebuilt FSDP trainer image, pinned by digest or version tag, from a registry the policy pack allows
     (`allowedRegistries`); unset: built from workloads/fsdp/."""
+    fsdp_platforms: tuple[Platform, ...] | None = None
+    """The platforms the prebuilt `fsdp` image was built for (linux/amd64, linux/arm64), as its manifest lists
+    them; an image cannot be inspected offline, so a stack that runs it on an arm64 pool (A4X) must state them.
+    Unset: linux/amd64. The image the stack builds is built for the platforms of the pools that run it."""
     maxtext: PinnedImage | None = None
     """A prebuilt MaxText Ray image, pinned by digest or version tag; unset: built from workloads/maxtext/."""
 
@@ -351,6 +361,25 @@ class StackConfig(BaseModel):
     def gpu_pool(self, name: str) -> GpuPoolConfig:
         """The `trainyard:gpuPools` pool named `name` (a job's `pool`; checks has made sure it exists)."""
         return next(pool for pool in self.gpu_pools if pool.name == name)
+
+    @property
+    def rdma_vpcs(self) -> bool:
+        """The stack creates the gVNIC and RDMA VPCs: some GPU pool attaches them (not a DRANET one)."""
+        machines = (topology.GPU_MACHINES.get(pool.machine_type) for pool in self.gpu_pools)
+        return any(machine is None or not machine.dranet for machine in machines)
+
+    @property
+    def fsdp_pools(self) -> list[GpuPoolConfig]:
+        """The pools that run the FSDP trainer's image: its jobs' pools, and every pool its NCCL smoke check runs on."""
+        if self.nccl_smoke_on_trainer_image:
+            return list(self.gpu_pools)
+        named = {job.pool for job in self.jobs.enabled_fsdp}
+        return [pool for pool in self.gpu_pools if pool.name in named]
+
+    @property
+    def fsdp_platforms(self) -> tuple[str, ...]:
+        """What the FSDP image must be built for: the platforms of the pools that run it (amd64 when none do)."""
+        return tuple(sorted({pool.platform for pool in self.fsdp_pools})) or ("linux/amd64",)
 
     @property
     def nccl_smoke_on_trainer_image(self) -> bool:

@@ -41,6 +41,9 @@ JOB_NAME_POD_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller
 TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")
 GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 QUEUED_TAINT = (QUEUED_LABEL, "true", "NoSchedule")
+# Arm nodes (A4X): https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment.
+ARCH_LABEL = "kubernetes.io/arch"
+ARM64_TAINT = (ARCH_LABEL, "arm64", "NoSchedule")
 # GKE runs Kubernetes' ExtendedResourceToleration admission plugin (same GPU page): a pod that requests an
 # extended resource (google.com/tpu, nvidia.com/gpu) gets a toleration for the taint of that name added.
 
@@ -49,6 +52,13 @@ INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
 NETWORKING_GROUP = "networking.gke.io"
 DRANET_DEVICE_CLASS = "netdev.google.com"
+# A GPU pool's RDMA NICs under managed DRANET (Cluster Toolkit's gke-node-pool default for GPU pools); pods claim
+# them, and Kueue counts them as RDMA_NIC_RESOURCE, a name of trainyard's like DCN_NIC_RESOURCE.
+GPU_DRANET_DEVICE_CLASS = "mrdma.google.com"
+RDMA_NIC_RESOURCE = "trainyard/rdma-nic"
+# A node pool's network config that turns managed DRANET on (google_container_node_pool
+# network_config.accelerator_network_profile).
+ACCELERATOR_NETWORK_PROFILE = "auto"
 # The resource Kueue counts DRANET NICs as (its manager configuration maps the device class to it), so a TPU
 # worker's claim is quota like its chips: a name of trainyard's, any label key Kueue accepts.
 DCN_NIC_RESOURCE = "trainyard/dcn-nic"

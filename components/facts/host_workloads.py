@@ -10,6 +10,7 @@ and why.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from components.facts import gke, gpu_software
@@ -54,4 +55,12 @@ NCCL_INSTALLER = HostWorkload(
     privileged_container=gke.NCCL_INSTALLER_NAME,
     images=(gpu_software.GIB.reference, PAUSE_IMAGE),
 )
-HOST_WORKLOADS = {workload.ref: workload for workload in (NCCL_INSTALLER,)}
+# The same installer for Arm GPU nodes (A4X), with the arm64 build of the same gIB release.
+NCCL_INSTALLER_ARM64 = dataclasses.replace(
+    NCCL_INSTALLER,
+    name=f"{gke.NCCL_INSTALLER_NAME}-arm64",
+    service_account=f"{gke.NCCL_INSTALLER_NAME}-arm64",
+    images=(gpu_software.GIB_ARM64.reference, PAUSE_IMAGE),
+)
+NCCL_INSTALLERS = {"amd64": NCCL_INSTALLER, "arm64": NCCL_INSTALLER_ARM64}
+HOST_WORKLOADS = {workload.ref: workload for workload in NCCL_INSTALLERS.values()}

@@ -337,7 +337,7 @@ class GpuMachine:
     rdma_nics: int
     extra_gvnics: int
     peak_bf16_flops_per_gpu: float
-    nccl_tuner_config: str
+    nccl_tuner_config: str | None
     local_ssds: int = 0  # local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
     local_ssd_gib: int = 375  # the size of each
     # Per GPU and direction: NVLink inside the VM, the GPU's own RDMA NIC between VMs (docs/cloud-facts.md).
@@ -401,7 +401,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         rdma_nics=4,
         extra_gvnics=1,
         peak_bf16_flops_per_gpu=2.5e15,  # 180 PFLOP/s dense BF16 per 72-GPU NVL72 rack
-        nccl_tuner_config="tuner_config_a4x.txtpb",
+        nccl_tuner_config=None,  # gIB's own settings: no A4X tuner file is named in a public source read offline
         local_ssds=4,  # 4 x 3,000 GiB Titanium SSD: 12,000 GiB, as on A4
         local_ssd_gib=3000,
         nvlink_bytes_per_s=900e9,  # NVLink 5: 1.8 TB/s per GPU both directions, across the whole NVL72 domain
@@ -427,7 +427,10 @@ UNSUPPORTED_GPU_MACHINES: dict[str, str] = {
 
 def gpu_machine(machine_type: str) -> GpuMachine:
     if machine_type in UNSUPPORTED_GPU_MACHINES:
-        raise TopologyError(f"{machine_type!r} is not supported: {UNSUPPORTED_GPU_MACHINES[machine_type]}")
+        raise TopologyError(
+            f"{machine_type!r} is not supported: {UNSUPPORTED_GPU_MACHINES[machine_type]} "
+            f"(allowed: {', '.join(GPU_MACHINES)})"
+        )
     return _lookup(GPU_MACHINES, machine_type, "GPU machine type")
 
 

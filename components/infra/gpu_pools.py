@@ -1,4 +1,6 @@
-"""A4 (8 x B200) node pools: DWS flex-start with queued provisioning, or another capacity mode."""
+"""GPU node pools: A4 (8 x B200) on DWS flex-start with queued provisioning or another capacity mode, and A4X
+(4 x GB200, arm64) on a reservation, one NVL72 domain by a workload policy, its RDMA NICs through managed DRANET.
+What differs is read from the machine's record (components/facts/topology.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,12 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config.models import GpuPoolConfig
+from components.facts import gke, topology
 from components.infra import node_pools
+from components.infra.fixed_names import fixed_name_options
+
+# A workload policy that keeps a pool's VMs on one accelerator fabric (google_compute_resource_policy).
+HIGH_THROUGHPUT = "HIGH_THROUGHPUT"
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,34 @@ class GpuPools(pulumi.ComponentResource):
         self._placement = args.placement
         self.pools = {pool.name: self._pool(pool) for pool in args.pools}
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
+
+    def _workload_policy(self, pool: GpuPoolConfig) -> gcp.compute.ResourcePolicy:
+        """The pool's VMs on one NVLink domain of the machine's topology (A4X: 1x72, an NVL72 rack)."""
+        name = f"{pool.name}-nvlink"
+        return gcp.compute.ResourcePolicy(
+            name,
+            name=name,
+            region=self._placement.zone.rsplit("-", 1)[0],
+            workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                type=HIGH_THROUGHPUT, accelerator_topology=pool.machine.nvlink_domain_topology
+            ),
+            opts=fixed_name_options(self),
+        )
+
+    def _placement_policy(self, pool: GpuPoolConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
+        """Close VMs: fewer hops for NCCL, and on Spot the block labels Kueue's TAS places by; on a machine with an
+        NVLink domain across VMs, that domain's workload policy."""
+        if pool.machine.nvlink_domain_topology:
+            return gcp.container.NodePoolPlacementPolicyArgs(
+                type="COMPACT", policy_name=self._workload_policy(pool).name
+            )
+        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None
+
+    def _network_config(self, machine: topology.GpuMachine) -> gcp.container.NodePoolNetworkConfigArgs | None:
+        """The RDMA VPCs as additional node networks, or with DRANET none: GKE attaches the NICs itself."""
+        if machine.dranet:
+            return gcp.container.NodePoolNetworkConfigArgs(accelerator_network_profile=gke.ACCELERATOR_NETWORK_PROFILE)
+        return node_pools.additional_networks(self._placement.node_networks)
 
     def _pool(self, pool: GpuPoolConfig) -> gcp.container.NodePool:
         placement, machine = self._placement, pool.machine
@@ -43,10 +78,9 @@ class GpuPools(pulumi.ComponentResource):
                 location_policy="ANY" if flex_start else None,
             ),
             queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if queued else None,
-            # Close VMs: fewer hops for NCCL, and on Spot the block labels Kueue's TAS places by.
-            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None,
+            placement_policy=self._placement_policy(pool),
             management=node_pools.management(pool.capacity, placement.release_channel),
-            network_config=node_pools.additional_networks(placement.node_networks),
+            network_config=self._network_config(machine),
             node_config=node_pools.node_config(
                 machine.machine_type,
                 placement.service_account,
@@ -59,6 +93,7 @@ class GpuPools(pulumi.ComponentResource):
                 )
                 if machine.local_ssds
                 else None,
+                labels={gke.DRANET_LABEL: "true"} if machine.dranet else None,
                 guest_accelerators=[
                     gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                         type=machine.accelerator,

@@ -13,6 +13,7 @@ Docker with BuildKit where `pulumi up` runs and credentials for both registry pa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,13 +46,21 @@ def source_tag(trainer: str, root: Path = PROJECT_DIR) -> str:
     return content_hash(root, deployed_files(root, trainer))[:TAG_LENGTH]
 
 
-def build_tag(trainer: str, cache_ref: str, root: Path = PROJECT_DIR) -> str:
-    """The image's tag: its trainer's content hash and the build's own settings (the cache it reads and writes).
+DEFAULT_PLATFORMS = ("linux/amd64",)
+
+
+def build_tag(
+    trainer: str, cache_ref: str, root: Path = PROJECT_DIR, platforms: tuple[str, ...] = DEFAULT_PLATFORMS
+) -> str:
+    """The image's tag: its trainer's content hash and the build's own settings (the cache it reads and writes, the
+    platforms it is built for, when not only amd64).
 
     A change of settings rebuilds the image, and a rebuild is not byte-identical; under immutable tags it must push
     a tag of its own, or the registry refuses the push.
     """
     recipe = f"{source_tag(trainer, root)}\n{cache_ref}"
+    if platforms != DEFAULT_PLATFORMS:
+        recipe += f"\n{','.join(platforms)}"
     return hashlib.sha256(recipe.encode()).hexdigest()[:TAG_LENGTH]
 
 
@@ -63,6 +72,7 @@ class TrainerImagesArgs:
     images: ImagesConfig  # the repository's name and any prebuilt images
     trainers: tuple[str, ...]  # the trainers the stack runs
     readers: dict[str, pulumi.Input[str]]  # node role -> IAM member that pulls the images
+    platforms: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # trainer -> its nodes' platforms
 
 
 class TrainerImages(pulumi.ComponentResource):
@@ -144,12 +154,13 @@ class TrainerImages(pulumi.ComponentResource):
         repository = repository_path(config.region, config.project, config.images.repository)
         cache_path = repository_path(config.region, config.project, cache_repository(config.images.repository))
         cache = f"{cache_path}/{trainer}:{CACHE_TAG}"
+        platforms = config.platforms.get(trainer, DEFAULT_PLATFORMS)
         return docker_build.Image(
             f"image-{trainer}",
             context=docker_build.BuildContextArgs(location="."),
             dockerfile=docker_build.DockerfileArgs(location=dockerfile(trainer)),
-            platforms=[docker_build.Platform.LINUX_AMD64],
-            tags=[f"{repository}/{trainer}:{build_tag(trainer, cache)}"],
+            platforms=[docker_build.Platform(platform) for platform in platforms],
+            tags=[f"{repository}/{trainer}:{build_tag(trainer, cache, platforms=platforms)}"],
             push=True,
             # A preview of a multi-gigabyte CUDA image would take longer than the review it serves.
             build_on_preview=False,

@@ -26,6 +26,7 @@ from components.jobs.torch_workloads import (
     rdma_pod_annotations,
     topology,
 )
+from components.kube import rdma
 from components.kube.workload_target import WorkloadTarget
 
 
@@ -209,7 +210,9 @@ class SmokeWorkloads(pulumi.ComponentResource):
             command=["/bin/bash", "-c", command],
             env=[k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in env.items()],
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
-            resources=k8s.core.v1.ResourceRequirementsArgs(requests={GPU_RESOURCE: gpus}, limits={GPU_RESOURCE: gpus}),
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                requests={GPU_RESOURCE: gpus}, limits={GPU_RESOURCE: gpus}, claims=rdma.container_claims(pool.machine)
+            ),
             security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=SCRIPT_DIR)],
         )
@@ -228,6 +231,7 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],
+                resource_claims=rdma.pod_claims(pool.machine),
                 **pod_identity(run_as=TRAINER_UID if on_trainer_image else None),
             ),
         )

@@ -18,10 +18,8 @@ import pulumi_kubernetes as k8s
 from components.config.jobs import FsdpJobConfig, trainer_argv
 from components.config.models import GpuPoolConfig
 from components.facts.gke import (
-    DEFAULT_INTERFACE_ANNOTATION,
     GCS_FUSE_ANNOTATIONS,
     GPU_RESOURCE,
-    INTERFACES_ANNOTATION,
     JOB_NAME_POD_LABEL,
     MAX_RUN_ANNOTATION,
     PREFERRED_TOPOLOGY_ANNOTATION,
@@ -33,7 +31,7 @@ from components.facts.host_workloads import HOST_GIB_DIR, HOST_NVIDIA_DIR
 from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_parts import DATA_MOUNT, accelerator_toleration, data_mount, data_volume, trainer_pod
 from components.jobs.pod_security import container_security, snake
-from components.kube.rdma import pod_interfaces
+from components.kube import rdma
 from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
 from components.kube.workload_target import WorkloadTarget
@@ -42,10 +40,10 @@ RDZV_PORT = 29400
 CACHE_MOUNT = "/cache"  # an emptyDir on the node's local SSDs: the model download (~140 GB for 70B) and caches
 
 
-def nccl_env(tuner_config: str) -> dict[str, str]:
+def nccl_env(tuner_config: str | None) -> dict[str, str]:
     """The A4 tutorial's NCCL settings for gIB over RoCE (docs/cloud-facts.md: the A4 fine-tune); the tuner
-    file is the machine's."""
-    return {
+    file is the machine's, where it has one."""
+    env = {
         "NCCL_NET": "gIB",
         "NCCL_CROSS_NIC": "0",
         "NCCL_NET_GDR_LEVEL": "PIX",
@@ -61,6 +59,9 @@ def nccl_env(tuner_config: str) -> dict[str, str]:
         "NCCL_TUNER_CONFIG_PATH": f"/usr/local/gib/configs/{tuner_config}",
         "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
     }
+    if tuner_config is None:
+        del env["NCCL_TUNER_CONFIG_PATH"]
+    return env
 
 
 # torchrun waits this much less than the pod's grace period for its workers' SIGTERM checkpoint, then kills them.
@@ -166,7 +167,7 @@ def host_library_mounts() -> list[k8s.core.v1.VolumeMountArgs]:
 
 
 def rdma_pod_annotations(pool: GpuPoolConfig) -> dict[str, str]:
-    return {DEFAULT_INTERFACE_ANNOTATION: "eth0", INTERFACES_ANNOTATION: pod_interfaces(pool.machine)}
+    return rdma.pod_annotations(pool.machine)
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,9 @@ class TorchWorkloads(pulumi.ComponentResource):
             args=[launch_script(job, pool, self._code.archive_path, job.name)],
             env=env,
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
-            resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                limits=resources, requests=resources, claims=rdma.container_claims(pool.machine)
+            ),
             security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[
                 *host_library_mounts(),
@@ -254,6 +257,7 @@ class TorchWorkloads(pulumi.ComponentResource):
                     ),
                 ],
                 containers=[container],
+                resource_claims=rdma.pod_claims(pool.machine),
             ),
         )
         extra = [service, self._code.config_map] + ([token] if token is not None else [])

@@ -33,6 +33,31 @@ def megascale_interface_prefixes(dcn_nics: int) -> list[str]:
     return [f"eth{index + 1}" for index in range(dcn_nics)] + ["lo"]
 
 
+def claim_template(
+    name: str, device_class: str, count: int, namespace: k8s.core.v1.Namespace, opts: pulumi.ResourceOptions
+) -> k8s.resource.v1.ResourceClaimTemplate:
+    """`count` devices of `device_class` for each pod that names the template."""
+    return k8s.resource.v1.ResourceClaimTemplate(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace.metadata.name),
+        spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
+            spec=k8s.resource.v1.ResourceClaimSpecArgs(
+                devices=k8s.resource.v1.DeviceClaimArgs(
+                    requests=[
+                        k8s.resource.v1.DeviceRequestArgs(
+                            name="req-netdev",
+                            exactly=k8s.resource.v1.ExactDeviceRequestArgs(
+                                device_class_name=device_class, allocation_mode="ExactCount", count=count
+                            ),
+                        )
+                    ]
+                )
+            )
+        ),
+        opts=opts,
+    )
+
+
 @dataclass(frozen=True)
 class DranetArgs:
     nics_per_worker: int  # one per DCN VPC
@@ -50,23 +75,11 @@ class Dranet(pulumi.ComponentResource):
         super().__init__("trainyard:k8s:Dranet", name, None, opts)
         count = args.nics_per_worker
         self.template_name = f"dcn-netdev-{count}"
-        self.template = k8s.resource.v1.ResourceClaimTemplate(
+        self.template = claim_template(
             self.template_name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=self.template_name, namespace=args.namespace.metadata.name),
-            spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
-                spec=k8s.resource.v1.ResourceClaimSpecArgs(
-                    devices=k8s.resource.v1.DeviceClaimArgs(
-                        requests=[
-                            k8s.resource.v1.DeviceRequestArgs(
-                                name="req-netdev",
-                                exactly=k8s.resource.v1.ExactDeviceRequestArgs(
-                                    device_class_name=gke.DRANET_DEVICE_CLASS, allocation_mode="ExactCount", count=count
-                                ),
-                            )
-                        ]
-                    )
-                )
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            gke.DRANET_DEVICE_CLASS,
+            count,
+            args.namespace,
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
         self.register_outputs({"template": self.template_name})

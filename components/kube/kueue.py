@@ -85,6 +85,7 @@ class Flavor:
     accelerator: str | None = None
     accelerators_per_node: int = 0
     nics_per_node: int = 0  # DRANET NICs its pods claim per node (DCN_NIC_RESOURCE)
+    rdma_nics_per_node: int = 0  # DRANET RDMA NICs of a GPU node (RDMA_NIC_RESOURCE)
     dws: bool = False  # the ProvisioningRequest admission check runs for it
     flex_start: bool = False  # its nodes come from flex-start capacity (tried after on-demand when preferred)
     tolerations: list[dict[str, str]] = field(default_factory=list)
@@ -97,6 +98,8 @@ class Flavor:
             return f"{self.nodes * self.machine.memory_gib}Gi"
         if resource == DCN_NIC_RESOURCE:
             return self.nodes * self.nics_per_node
+        if resource == gke.RDMA_NIC_RESOURCE:
+            return self.nodes * self.rdma_nics_per_node
         return self.nodes * self.accelerators_per_node if resource == self.accelerator else 0
 
 
@@ -126,6 +129,9 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
     flavors = []
     for pool in config.gpu_pools:
         queued = pool.capacity.queued
+        taints = ((QUEUED_LABEL, "NoSchedule"),) if queued else ()
+        if pool.machine.cpu_arch == "arm64":
+            taints += ((gke.ARM64_TAINT[0], gke.ARM64_TAINT[2]),)
         flavors.append(
             Flavor(
                 name=pool.name,
@@ -136,8 +142,9 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
                 accelerators_per_node=pool.machine.gpus_per_vm,
                 dws=queued,
                 flex_start=pool.capacity.flex_start,
-                tolerations=[{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}] if queued else [],
+                tolerations=[{"key": key, "operator": "Exists", "effect": effect} for key, effect in taints],
                 topology=gke.TAS_TOPOLOGY if pool.places_by_topology else None,
+                rdma_nics_per_node=pool.machine.rdma_nics if pool.machine.dranet else 0,
             )
         )
     return flavors
@@ -167,7 +174,18 @@ def covered_resources(config: StackConfig) -> list[str]:
         resources.append(GPU_RESOURCE)
     if config.multislice:
         resources.append(DCN_NIC_RESOURCE)
+    if any(pool.machine.dranet for pool in config.gpu_pools):
+        resources.append(gke.RDMA_NIC_RESOURCE)
     return resources
+
+
+def manager_config(flavors: list[Flavor]) -> dict:
+    """MANAGER_CONFIG, with the GPU DRANET NICs mapped to RDMA_NIC_RESOURCE when some flavor's pods claim them."""
+    if not any(flavor.rdma_nics_per_node for flavor in flavors):
+        return MANAGER_CONFIG
+    mappings = MANAGER_CONFIG["resources"]["deviceClassMappings"]
+    rdma = {"name": gke.RDMA_NIC_RESOURCE, "deviceClassNames": [gke.GPU_DRANET_DEVICE_CLASS]}
+    return {**MANAGER_CONFIG, "resources": {**MANAGER_CONFIG["resources"], "deviceClassMappings": [*mappings, rdma]}}
 
 
 def managed_resources(flavors: list[Flavor]) -> list[str]:
@@ -243,7 +261,7 @@ class Kueue(pulumi.ComponentResource):
             KueueReleaseArgs(
                 version=kueue.version,
                 namespace=kueue.namespace,
-                manager_config=MANAGER_CONFIG,
+                manager_config=manager_config(self._args.flavors),
                 feature_gates=gates,
                 node_selector={NODE_POOL_LABEL: SYSTEM_POOL_NAME},
                 provider=self._args.provider,

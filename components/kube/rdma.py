@@ -1,9 +1,12 @@
-"""GPUDirect RDMA for A4 pools: a GKENetworkParamSet and Network per extra NIC, and the NCCL gIB installer.
+"""GPUDirect RDMA for GPU pools: how the NICs reach pods, and the NCCL gIB installer.
 
-Pods name these Networks in their `networking.gke.io/interfaces` annotation (eth1 the gVNIC, eth2.. the RDMA
-NICs, in `GpuMachine.additional_network_names` order); the installer DaemonSet copies the gIB plugin (not NCCL:
-each job brings its own, `gpu_software.GIB.min_app_nccl` or newer) onto every A4 node, where jobs mount it from the
-host (docs/cloud-facts.md: the A4 GPU software stack).
+A4 (`rdma: vpc`): a GKENetworkParamSet and Network per extra NIC; pods name these Networks in their
+`networking.gke.io/interfaces` annotation (eth1 the gVNIC, eth2.. the RDMA NICs, in
+`GpuMachine.additional_network_names` order). A4X (`rdma: dranet`): GKE's managed DRANET hands each pod the
+machine's RDMA NICs through a ResourceClaimTemplate of the `mrdma.google.com` device class. The installer DaemonSet
+(one per CPU architecture) copies the gIB plugin (not NCCL: each job brings its own,
+`gpu_software.GIB.min_app_nccl` or newer) onto every GPU node, where jobs mount it from the host
+(docs/cloud-facts.md: the A4 GPU software stack).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig
 from components.facts import gke, topology
-from components.facts.host_workloads import NCCL_INSTALLER, PAUSE_USER
+from components.facts.host_workloads import NCCL_INSTALLERS, PAUSE_USER, HostWorkload
 from components.infra.network import Networks, NodeNetwork
+from components.kube.dranet import claim_template
 
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
 
@@ -25,6 +29,33 @@ API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
 def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[topology.GpuMachine]:
     """The distinct GPU machine types of the stack's pools, in config order."""
     return list({pool.machine_type: pool.machine for pool in pools}.values())
+
+
+RDMA_CLAIM = "rdma"  # the pod's name for its DRANET NICs' claim
+
+
+def claim_template_name(machine: topology.GpuMachine) -> str:
+    return f"rdma-{machine.accelerator}"
+
+
+def pod_annotations(machine: topology.GpuMachine) -> dict[str, str]:
+    """eth0 stays the pod's default interface; the RDMA VPCs' NICs are named here, DRANET's come through claims."""
+    annotations = {gke.DEFAULT_INTERFACE_ANNOTATION: "eth0"}
+    if machine.additional_network_names:
+        annotations[gke.INTERFACES_ANNOTATION] = pod_interfaces(machine)
+    return annotations
+
+
+def pod_claims(machine: topology.GpuMachine) -> list[k8s.core.v1.PodResourceClaimArgs] | None:
+    if not machine.dranet:
+        return None
+    return [
+        k8s.core.v1.PodResourceClaimArgs(name=RDMA_CLAIM, resource_claim_template_name=claim_template_name(machine))
+    ]
+
+
+def container_claims(machine: topology.GpuMachine) -> list[k8s.core.v1.ResourceClaimArgs] | None:
+    return [k8s.core.v1.ResourceClaimArgs(name=RDMA_CLAIM)] if machine.dranet else None
 
 
 def pod_interfaces(machine: topology.GpuMachine) -> str:
@@ -42,6 +73,7 @@ class RdmaArgs:
     gpu_pools: tuple[GpuPoolConfig, ...]  # their machines' NICs, in attach order
     networks: Networks  # the gVNIC and RDMA VPCs the NICs sit on
     provider: k8s.Provider
+    namespace: k8s.core.v1.Namespace  # where DRANET machines' claim templates live (the workloads')
 
 
 class Rdma(pulumi.ComponentResource):
@@ -53,9 +85,12 @@ class Rdma(pulumi.ComponentResource):
         super().__init__("trainyard:k8s:Rdma", name, None, opts)
         self._opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         networks, machines = args.networks, gpu_machines(args.gpu_pools)
-        machine = machines[0]
-        attached = list(zip(machine.gvnic_network_names, networks.gvnic, strict=True))
-        attached += list(zip(machine.rdma_network_names, networks.rdma, strict=True))
+        vpc_machines = [machine for machine in machines if not machine.dranet]
+        attached = []
+        if vpc_machines:
+            machine = vpc_machines[0]
+            attached = list(zip(machine.gvnic_network_names, networks.gvnic, strict=True))
+            attached += list(zip(machine.rdma_network_names, networks.rdma, strict=True))
         self.ready = [
             resource
             for network_name, node_network in attached
@@ -63,8 +98,16 @@ class Rdma(pulumi.ComponentResource):
                 network_name, node_network, "RDMA" if network_name.startswith("rdma") else "NetDevice"
             )
         ]
-        self.ready.append(self._installer(sorted({m.accelerator for m in machines})))
+        self.ready += [self._claim_template(machine, args.namespace) for machine in machines if machine.dranet]
+        for arch in dict.fromkeys(machine.cpu_arch for machine in machines):
+            accelerators = sorted({m.accelerator for m in machines if m.cpu_arch == arch})
+            self.ready.append(self._installer(NCCL_INSTALLERS[arch], accelerators, arm=arch == "arm64"))
         self.register_outputs({"networks": [network_name for network_name, _ in attached]})
+
+    def _claim_template(self, machine: topology.GpuMachine, namespace: k8s.core.v1.Namespace) -> pulumi.Resource:
+        """Every RDMA NIC of the VM for the one pod on it."""
+        name = claim_template_name(machine)
+        return claim_template(name, gke.GPU_DRANET_DEVICE_CLASS, machine.rdma_nics, namespace, self._opts)
 
     def _network(self, network_name: str, node_network: NodeNetwork, device_mode: str) -> list[pulumi.Resource]:
         params = k8s.apiextensions.CustomResource(
@@ -92,8 +135,7 @@ class Rdma(pulumi.ComponentResource):
         )
         return [params, network]
 
-    def _installer(self, accelerators: list[str]) -> k8s.apps.v1.DaemonSet:
-        shape = NCCL_INSTALLER
+    def _installer(self, shape: HostWorkload, accelerators: list[str], arm: bool) -> k8s.apps.v1.DaemonSet:
         labels = {"k8s-app": shape.name}
         account = k8s.core.v1.ServiceAccount(
             shape.service_account,
@@ -127,10 +169,10 @@ class Rdma(pulumi.ComponentResource):
                     )
                 )
             ),
-            # Only the taints A4 pools carry (GPU, and queued provisioning on DWS pools), not every taint there is.
+            # Only the taints GPU pools carry (GPU, queued provisioning on DWS pools, Arm), not every taint there is.
             tolerations=[
                 k8s.core.v1.TolerationArgs(key=key, operator="Exists", effect=effect)
-                for key, _, effect in (gke.GPU_TAINT, gke.QUEUED_TAINT)
+                for key, _, effect in (gke.GPU_TAINT, gke.QUEUED_TAINT, *((gke.ARM64_TAINT,) if arm else ()))
             ],
             host_network="hostNetwork" in shape.host_namespaces,
             host_pid="hostPID" in shape.host_namespaces,

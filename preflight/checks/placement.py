@@ -130,6 +130,9 @@ def pool_taints(facts: PoolFacts, inputs: Mapping[str, Any]) -> tuple[Taint, ...
         taints.append(gke.GPU_TAINT)
     if facts.queued:
         taints.append(gke.QUEUED_TAINT)
+    machine = topology.GPU_MACHINES.get(facts.machine_type or "")
+    if machine is not None and machine.cpu_arch == "arm64":
+        taints.append(gke.ARM64_TAINT)
     for taint in items(inputs, "nodeConfig.taints"):
         effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
         taints.append(

@@ -57,7 +57,7 @@ def test_an_unknown_verb_lists_the_verbs_and_the_closest():
 
 def test_a_missing_stack_lists_the_stacks_there():
     code, _, err = trainyard("plan", "--stack", "nope", "--project-dir", str(PROJECT_DIR))
-    stacks = "dev, gpu-only, prod-like, tpu-only, tpu7x"
+    stacks = "a4x, dev, gpu-only, prod-like, tpu-only, tpu7x"
     assert code == 2 and f"Pulumi.nope.yaml does not exist (stacks here: {stacks})" in err
 
 

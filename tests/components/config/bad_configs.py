@@ -171,7 +171,7 @@ BAD_CONFIGS = [
         _set("trainyard:gpuPools", 0, "machineType", "a3-highgpu-8g"),
         "trainyard:gpuPools[0].machineType",
         '"a3-highgpu-8g"',
-        "not a supported GPU machine type (allowed: a4-highgpu-8g)",
+        "not a supported GPU machine type (allowed: a4-highgpu-8g, a4x-highgpu-4g)",
     ),
     (
         _set("trainyard:gpuPools", 0, "minNodes", 2),

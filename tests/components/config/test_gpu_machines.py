@@ -1,0 +1,125 @@
+"""What a GPU machine's record asks of the stack config: A4X's capacity, GKE floor, arm64 images and DRANET."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from components.config.gpu_checks import below_floor
+from components.config.load import ConfigError, load_stack_config
+from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
+
+A4X_VALUES = yaml.safe_load((PROJECT_DIR / "Pulumi.a4x.yaml").read_text())["config"]
+
+
+def load(values, stack="a4x"):
+    return load_stack_config(as_engine_config(values), stack)
+
+
+def problems(edit) -> list[str]:
+    values = copy.deepcopy(A4X_VALUES)
+    edit(values)
+    with pytest.raises(ConfigError) as raised:
+        load(values)
+    return [str(problem) for problem in raised.value.problems]
+
+
+def pool(values):
+    return values["trainyard:gpuPools"][0]
+
+
+def test_the_a4x_example_loads_with_the_machines_facts():
+    config = load(copy.deepcopy(A4X_VALUES))
+    (a4x,) = config.gpu_pools
+    assert (a4x.machine.accelerator, a4x.machine.gpus_per_vm, a4x.platform) == ("nvidia-gb200", 4, "linux/arm64")
+    assert config.fsdp_platforms == ("linux/arm64",)
+    assert config.rdma_vpcs is False
+
+
+def test_the_dev_stack_still_builds_amd64_and_its_rdma_vpcs():
+    config = load(dev_config_values(), "dev")
+    assert config.fsdp_platforms == ("linux/amd64",) and config.rdma_vpcs is True
+
+
+@pytest.mark.parametrize("capacity", ["dwsQueued", "flexStart", "spot", "onDemand"])
+def test_a_capacity_mode_a4x_is_not_offered_in_is_refused(capacity):
+    def edit(values):
+        pool(values)["capacity"] = capacity
+        pool(values).pop("reservation")
+        pool(values)["minNodes"] = 0
+
+    (problem,) = [line for line in problems(edit) if line.startswith("trainyard:gpuPools[0].capacity")]
+    assert problem.startswith(f'trainyard:gpuPools[0].capacity: "{capacity}" is not offered for a4x-highgpu-4g')
+    assert problem.endswith("(allowed: reservation)")
+
+
+@pytest.mark.parametrize("version", ["1.34.0-gke.1200000", "1.34.1-gke.1829000"])
+def test_a_gke_version_below_the_dranet_floor_is_refused(version):
+    def edit(values):
+        values["trainyard:cluster"]["version"] = version
+
+    (problem,) = problems(edit)
+    assert problem.startswith(f'trainyard:cluster.version: "{version}" is below 1.34.1-gke.1829001')
+    assert "(allowed: 1.34.1-gke.1829001 or later, or a minor from 1.34)" in problem
+
+
+def test_the_floor_compares_as_far_as_the_version_goes():
+    floor = "1.34.1-gke.1829001"
+    assert not below_floor("1.34", floor) and not below_floor("1.35", floor)
+    assert not below_floor("1.34.1-gke.1829001", floor) and not below_floor("1.34.2-gke.1", floor)
+    assert below_floor("1.33", floor) and below_floor("1.34.0", floor)
+
+
+def test_a4x_max_is_refused_by_name_with_what_it_lacks():
+    def edit(values):
+        pool(values)["machineType"] = "a4x-maxgpu-4g-metal"
+
+    (problem, *_) = problems(edit)
+    assert problem.startswith('trainyard:gpuPools[0].machineType: "a4x-maxgpu-4g-metal" is not supported: A4X Max')
+    assert "vpc-roce-metal" in problem and "(allowed: a4-highgpu-8g, a4x-highgpu-4g)" in problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("rdmaRanges", [f"192.168.{n}.0/24" for n in range(1, 5)]),
+        ("gvnicRange", "192.168.0.0/24"),
+    ],
+)
+def test_rdma_networks_beside_dranet_are_refused(key, value):
+    def edit(values):
+        values["trainyard:network"] = {key: value}
+
+    (problem,) = problems(edit)
+    assert problem.startswith(f"trainyard:network.{key}: ")
+    assert "names RDMA networks beside DRANET" in problem
+    assert "GKE refuses additional node networks on a DRANET node pool" in problem
+
+
+def test_a_prebuilt_image_on_arm64_must_state_its_platforms():
+    image = "us-docker.pkg.dev/my-project/images/fsdp:v1"
+
+    def unstated(values):
+        values["trainyard:images"] = {"fsdp": image}
+
+    (problem,) = problems(unstated)
+    assert problem.startswith(f'trainyard:images.fsdp: "{image}" is taken as linux/amd64 only')
+    assert "pool 'a4x' (a4x-highgpu-4g) runs linux/arm64 images only" in problem
+
+    def amd64_only(values):
+        values["trainyard:images"] = {"fsdp": image, "fsdpPlatforms": ["linux/amd64"]}
+
+    (problem,) = problems(amd64_only)
+    assert problem.startswith('trainyard:images.fsdpPlatforms: ["linux/amd64"] has no linux/arm64 build')
+    assert problem.endswith("(allowed: a list with linux/arm64)")
+
+
+def test_a_prebuilt_multi_arch_image_runs_on_a4x():
+    values = copy.deepcopy(A4X_VALUES)
+    values["trainyard:images"] = {
+        "fsdp": "us-docker.pkg.dev/my-project/images/fsdp:v1",
+        "fsdpPlatforms": ["linux/amd64", "linux/arm64"],
+    }
+    assert load(values).images.fsdp_platforms == ("linux/amd64", "linux/arm64")
