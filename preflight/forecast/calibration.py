@@ -19,14 +19,15 @@ class Calibration:
     calibrated_on: tuple[str, ...]  # the published runs the efficiency is fitted to
     checked_on: tuple[str, ...] = ()  # published runs it is held to without being fitted to them
     instant_checked_on: tuple[str, ...] = ()  # more runs the instant MaxText count is held to (none compiled here)
-    assumed: str = ""  # with no published run yet: where the efficiency comes from instead
+    # Where no published run on the accelerator exists yet: how the figure follows from published peak figures.
+    assumed: str = ""
 
     @property
     def label(self) -> str:
         """E.g. `B200 at 750 W, from 1 published run`, or `v6e, from 2 published runs, checked on 4`; without a run,
-        `tpu7x, from published peak figures (...)`."""
+        `tpu7x, from published peak figures (...); no published run yet`."""
         if not self.calibrated_on:
-            return f"{self.accelerator}, from published peak figures ({self.assumed}; no published run yet)"
+            return f"{self.accelerator}, from published peak figures ({self.assumed}); no published run yet"
         runs = len(self.calibrated_on)
         label = f"{self.accelerator}, from {runs} published run{'s' if runs != 1 else ''}"
         return f"{label}, checked on {len(self.checked_on)}" if self.checked_on else label
@@ -50,6 +51,14 @@ GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
         "B200 at 750 W",
         0.234,
         calibrated_on=("torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 B200 at 750 W, 8,307.5",),
+    ),
+    # GB200 is the B200's die at full power: until a published run calibrates it, it runs at the uncapped B200's
+    # share of peak (the 750 W efficiency x the 1.31 the uncapped run gained), against GB200's own published peak.
+    "nvidia-gb200": Calibration(
+        "GB200",
+        round(0.234 * 1.31, 3),
+        calibrated_on=(),
+        assumed="the uncapped B200's share of peak, 0.234 x 1.31, over 2.5 PFLOP/s dense bf16",
     ),
 }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -123,3 +125,29 @@ def test_a_prebuilt_multi_arch_image_runs_on_a4x():
         "fsdpPlatforms": ["linux/amd64", "linux/arm64"],
     }
     assert load(values).images.fsdp_platforms == ("linux/amd64", "linux/arm64")
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda values: values["trainyard:cluster"].update(version="1.34.0-gke.1"), "trainyard:cluster.version"),
+        (lambda values: pool(values).update(capacity="spot", reservation=None), "trainyard:gpuPools[0].capacity"),
+        (lambda values: values.update({"trainyard:network": {"gvnicRange": "192.168.0.0/24"}}), "trainyard:network"),
+        (lambda values: values.update({"trainyard:images": {"fsdp": "gcr.io/p/fsdp:v1"}}), "trainyard:images.fsdp"),
+        (lambda values: pool(values).update(machineType="a4x-maxgpu-4g-metal"), "trainyard:gpuPools[0].machineType"),
+    ],
+    ids=["version", "capacity", "rdma-beside-dranet", "amd64-image", "a4x-max"],
+)
+def test_the_cli_exits_2_naming_the_key(tmp_path, edit, key):
+    values = copy.deepcopy(A4X_VALUES)
+    edit(values)
+    if pool(values).get("reservation") is None:
+        pool(values).pop("reservation", None)
+    for entry in PROJECT_DIR.iterdir():  # the checkout beside one more stack file
+        if entry.name != ".git":
+            (tmp_path / entry.name).symlink_to(entry)
+    (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump({"config": values}))
+    command = [sys.executable, "-m", "cli.main", "plan", "--stack", "bad", "--project-dir", str(tmp_path)]
+    result = subprocess.run(command, cwd=PROJECT_DIR, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert key in result.stderr
