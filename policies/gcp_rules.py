@@ -10,7 +10,15 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts.gke import BUCKET_TYPE, CLUSTER_TYPE, FIREWALL_TYPE, NETWORK_TYPE, NODE_POOL_TYPE
+from components.facts import topology
+from components.facts.gke import (
+    ACCELERATOR_NETWORK_PROFILE,
+    BUCKET_TYPE,
+    CLUSTER_TYPE,
+    FIREWALL_TYPE,
+    NETWORK_TYPE,
+    NODE_POOL_TYPE,
+)
 from components.facts.zones import zone_advisory
 from policies.addresses import admits_the_internet, share_shown
 from policies.pools import pool_facts
@@ -143,6 +151,35 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
     if size.min_nodes is not None and size.min_nodes not in (0, vms):
         report_violation(
             f"pool '{facts.name}': minimum {size.min_nodes} nodes is neither 0 nor the slice's {vms} VMs.", None
+        )
+
+
+def dranet_pool_networks(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """GPU pools on managed DRANET: the accelerator network profile, and no additional node networks.
+
+    GKE refuses a node pool with both an accelerator network profile and additional node networks (its DRANET
+    how-to; Cluster Toolkit's gke-node-pool check `dranet_additional_networks_conflict`), and a machine whose RDMA
+    NICs reach pods only through DRANET (A4X) gives its pods none without the profile.
+    """
+    if args.resource_type != NODE_POOL_TYPE:
+        return
+    profile = lookup(args.props, "networkConfig.acceleratorNetworkProfile")
+    if is_unknown(profile):
+        return
+    networks = items(args.props, "networkConfig.additionalNodeNetworkConfigs")
+    if profile and networks:
+        report_violation(
+            f"pool '{args.name}': networkConfig has acceleratorNetworkProfile {profile!r} and {len(networks)} "
+            "additionalNodeNetworkConfigs; GKE refuses both on one pool.",
+            None,
+        )
+    machine_type = lookup(args.props, "nodeConfig.machineType")
+    machine = topology.GPU_MACHINES.get(machine_type) if isinstance(machine_type, str) else None
+    if machine is not None and machine.dranet and not profile:
+        report_violation(
+            f"pool '{args.name}' ({machine_type}): its RDMA NICs reach pods only through DRANET, and "
+            f"networkConfig.acceleratorNetworkProfile is unset (needs '{ACCELERATOR_NETWORK_PROFILE}').",
+            None,
         )
 
 

@@ -223,6 +223,7 @@ POLICIES: list[Policy] = [
     resource_policy(gcp_rules.queued_provisioning_pool_settings),
     resource_policy(gcp_rules.tpu_queued_provisioning, config=TPU_QUEUED_CONFIG),
     resource_policy(gcp_rules.multi_host_tpu_placement),
+    resource_policy(gcp_rules.dranet_pool_networks),
     resource_policy(gcp_rules.cluster_workload_identity),
     resource_policy(gcp_rules.cluster_no_legacy_auth),
     resource_policy(gcp_rules.cluster_shielded_nodes),

@@ -30,6 +30,7 @@ def gpu_machine_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _gke_floor_problems(config, pools)
     yield from _dranet_network_problems(config, pools)
     yield from _image_platform_problems(config)
+    yield from _smoke_image_problems(config)
 
 
 def _capacity_offer_problems(pools: list[tuple[str, GpuPoolConfig]]) -> Iterator[ConfigProblem]:
@@ -115,3 +116,17 @@ def _image_platform_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         list(stated),
         f"has no {', '.join(missing)} build, and {needs} (allowed: a list with {', '.join(config.fsdp_platforms)})",
     )
+
+
+def _smoke_image_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The NCCL smoke check's own image has no platforms key: on Arm pools it runs on the FSDP image instead."""
+    smoke = config.jobs.smoke
+    arm = [pool for pool in config.gpu_pools if pool.platform != "linux/amd64"]
+    if smoke.enabled and smoke.nccl_image and arm:
+        yield ConfigProblem(
+            "trainyard:jobs.smoke.ncclImage",
+            smoke.nccl_image,
+            f"is taken as linux/amd64 only, and pool {arm[0].name!r} ({arm[0].machine_type}) runs {arm[0].platform} "
+            "images only; a prebuilt image cannot be inspected offline (allowed: unset, to run the check on the FSDP "
+            "image built for every pool's platform)",
+        )

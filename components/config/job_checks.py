@@ -339,8 +339,8 @@ def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 def driver_needs(config: StackConfig, pool: GpuPoolConfig) -> list[tuple[str, str]]:
     """(what, the oldest driver it runs on) for the GPU software a pool's nodes carry: the gIB plugin on every
-    A4 node, and the FSDP image the stack builds when a job on the pool runs it."""
-    gib = gpu_software.GIB
+    GPU node (the build for its CPU), and the FSDP image the stack builds when a job on the pool runs it."""
+    gib = gpu_software.GIB_BY_ARCH[pool.machine.cpu_arch]
     needs = [(f"the gIB plugin {gib.version} on every node", gib.min_driver)]
     runs_built_image = config.images.fsdp is None and (
         any(job.pool == pool.name for job in config.jobs.enabled_fsdp) or config.nccl_smoke_on_trainer_image

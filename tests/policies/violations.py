@@ -93,6 +93,23 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         add(queued_tpu_pool),
         {"tpu-queued-provisioning", "queued-provisioning-has-kueue", "dws-workloads-use-kueue"},
     ),
+    (
+        "DRANET profile beside the RDMA networks",
+        edit(
+            GPU_POOL,
+            "networkConfig",
+            {
+                "acceleratorNetworkProfile": "auto",
+                "additionalNodeNetworkConfigs": [{"network": "trainyard-dev-rdma", "subnetwork": "rdma-0"}],
+            },
+        ),
+        {"dranet-pool-networks"},
+    ),
+    (
+        "A4X pool without the DRANET profile",
+        edit(GPU_POOL, "nodeConfig.machineType", "a4x-highgpu-4g"),
+        {"dranet-pool-networks"},
+    ),
     ("slice SPREAD", edit(SLICE, "placementPolicy.type", "SPREAD"), {"multi-host-tpu-placement"}),
     ("slice 3 nodes", edit(SLICE, "nodeCount", 3.0), {"multi-host-tpu-placement"}),
     ("slice two zones", edit(SLICE, "nodeLocations", ["us-east5-b", "us-east5-c"]), {"multi-host-tpu-placement"}),

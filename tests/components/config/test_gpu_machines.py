@@ -118,6 +118,17 @@ def test_a_prebuilt_image_on_arm64_must_state_its_platforms():
     assert problem.endswith("(allowed: a list with linux/arm64)")
 
 
+def test_the_nccl_smoke_check_on_a4x_runs_on_the_image_built_for_arm64():
+    image = "us-docker.pkg.dev/my-project/images/nccl:v1"
+
+    def own_image(values):
+        values["trainyard:jobs"]["smoke"]["ncclImage"] = image
+
+    (problem,) = problems(own_image)
+    assert problem.startswith(f'trainyard:jobs.smoke.ncclImage: "{image}" is taken as linux/amd64 only')
+    assert load(copy.deepcopy(A4X_VALUES)).nccl_smoke_on_trainer_image
+
+
 def test_a_prebuilt_multi_arch_image_runs_on_a4x():
     values = copy.deepcopy(A4X_VALUES)
     values["trainyard:images"] = {
