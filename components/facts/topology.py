@@ -416,12 +416,14 @@ GPU_MACHINES: dict[str, GpuMachine] = {
 }
 
 # Machines GKE has and the stack does not build, with what is missing: refused by name.
+_A4X_MAX_MISSING = (
+    "A4X Max (GB300, bare metal, reservation only) is not built: it needs an RDMA VPC on the "
+    "<zone>-vpc-roce-metal network profile with DRANET claims, the NVIDIA DRA driver 25.8 with its ASAP daemon, "
+    "a GKE 1.34.3-gke.1318000 or later and driver 580.95.05 or later; A4X's setup is not interchangeable"
+)
 UNSUPPORTED_GPU_MACHINES: dict[str, str] = {
-    "a4x-maxgpu-4g-metal": (
-        "A4X Max (GB300, bare metal, reservation only) is not built: it needs an RDMA VPC on the "
-        "<zone>-vpc-roce-metal network profile with DRANET claims, the NVIDIA DRA driver 25.8 with its ASAP daemon, "
-        "a GKE 1.34.3-gke.1318000 or later and driver 580.95.05 or later; A4X's setup is not interchangeable"
-    ),
+    "a4x-maxgpu-4g-metal": _A4X_MAX_MISSING,
+    "a4x-maxgpu-4g-metal-nolssd": _A4X_MAX_MISSING,
 }
 
 
