@@ -115,7 +115,8 @@ def multi_host_tpu_placement(args: ResourceValidationArgs, report_violation: Rep
     if facts.tpu_slice is None:
         return
     if not facts.tpu_slice.multi_host:
-        if lookup(args.props, "placementPolicy") not in (None, {}):
+        placement = lookup(args.props, "placementPolicy")
+        if placement not in (None, {}) and not is_unknown(placement):
             report_violation(
                 f"pool '{facts.name}': a single-host {facts.tpu_slice.pod_type} pool takes no placementPolicy; GKE "
                 'refuses it ("TPU topology can\'t be specified with single-host TPU slice pool").',

@@ -18,7 +18,7 @@ ROLE_FOR_TYPE = {
     "gcp:compute/router:Router": "roles/compute.networkAdmin",
     "gcp:compute/routerNat:RouterNat": "roles/compute.networkAdmin",
     "gcp:compute/firewall:Firewall": "roles/compute.securityAdmin",
-    "gcp:compute/resourcePolicy:ResourcePolicy": "roles/compute.instanceAdmin.v1",  # A4X's workload policy
+    "gcp:compute/resourcePolicy:ResourcePolicy": "roles/compute.instanceAdmin.v1",  # A4X's, TPU7x's workload policies
     "gcp:container/cluster:Cluster": "roles/container.admin",
     "gcp:container/nodePool:NodePool": "roles/container.admin",
     "gcp:serviceaccount/account:Account": "roles/iam.serviceAccountAdmin",
