@@ -9,6 +9,7 @@ One CUDA major runs through all three (docs/cloud-facts.md: the A4 GPU software 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -72,13 +73,10 @@ GIB = GibRelease(
 )
 
 # The same release for Arm hosts (A4X): its own image, the same floors (docs/cloud-facts.md: A4X).
-GIB_ARM64 = GibRelease(
-    version="v1.1.2",
+GIB_ARM64 = dataclasses.replace(
+    GIB,
     image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64",
     digest="sha256:6b7950cac6e6833661d4206920f5633b6e361b18bfd5315b63f9bf4a4b84a80e",
-    cuda="13.0",
-    min_app_nccl="2.25",
-    min_driver="580.95.05",
 )
 GIB_BY_ARCH = {"amd64": GIB, "arm64": GIB_ARM64}
 
