@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from cli.output import progress, say
-from cli.parsing import Verbs, add_verb, json_option, shared_options
+from cli.parsing import Verbs, add_verb, json_option, refuse_config, shared_options
 from components.config.load import ConfigError, load_stack_config
 from components.config.tokens import TokenError
-from preflight.engine.config_lines import located
 from preflight.engine.stack_files import StackFileError, find_project_dir, read_stack_files
 from preflight.forecast.report import pack_config_with_forecast, stack_forecasts
 
-EXIT_OK, EXIT_INVALID_CONFIG = 0, 2
+EXIT_OK = 0
 
 SUMMARY = "each job's step time, throughput, MFU and cost per run"
 EPILOG = """\
@@ -53,13 +51,7 @@ def run(args: argparse.Namespace) -> int:
         files = read_stack_files(project_dir, args.stack)
         config = load_stack_config(files.config, args.stack)
     except (ConfigError, StackFileError, TokenError) as error:
-        where = (
-            located(error.problems, project_dir / f"Pulumi.{args.stack}.yaml")
-            if isinstance(error, ConfigError)
-            else error
-        )
-        print(f"trainyard forecast: invalid stack config for {args.stack!r}:\n{where}", file=sys.stderr)
-        return EXIT_INVALID_CONFIG
+        return refuse_config("trainyard forecast", args.stack, error, project_dir)
     with progress(f"forecasting the jobs of stack {args.stack}"):
         forecasts = stack_forecasts(config)
     if args.pack_config is not None:

@@ -1,5 +1,5 @@
 """What every verb's parser shares: help that keeps its examples and fits 100 columns, the stack options spelled
-the same in each verb, `--json FILE`, and the name the command was invoked by."""
+the same in each verb, `--json FILE`, the name the command was invoked by, and how a refused stack config ends."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cli.output import WIDTH
+from components.config.load import ConfigError
+from preflight.engine.config_lines import located
+
+EXIT_INVALID_CONFIG = 2  # every verb's exit code for a stack config it refuses
 
 Verbs = argparse._SubParsersAction  # what `add_subparsers` returns; each verb module's `add` takes it
 
@@ -58,3 +62,11 @@ def add_verb(
 def prog_name() -> str:
     invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     return "python -m preflight" if invoked in ("", "__main__.py", "-c") else invoked
+
+
+def refuse_config(verb: str, stack: str, error: Exception, project_dir: Path) -> int:
+    """A stack config the verb refused: one line per problem on stderr (a config problem with its line in the stack
+    file), and the exit code that says so."""
+    where = located(error.problems, project_dir / f"Pulumi.{stack}.yaml") if isinstance(error, ConfigError) else error
+    print(f"{verb}: invalid stack config for {stack!r}:\n{where}", file=sys.stderr)
+    return EXIT_INVALID_CONFIG

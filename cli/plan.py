@@ -15,20 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from cli.output import counted, progress, say, say_each
-from cli.parsing import Verbs, add_verb, json_option, shared_options
+from cli.parsing import EXIT_INVALID_CONFIG, Verbs, add_verb, json_option, refuse_config, shared_options
 from components.config.load import ConfigError, load_stack_config
 from components.config.tokens import TokenError
 from components.facts import cost
 from preflight.checks import policy_runner, provider_inputs
 from preflight.checks.crd_schemas import HOW_TO_GET_SCHEMAS
 from preflight.checks.kube_schemas import UnsupportedKubernetesVersion
-from preflight.engine.config_lines import located
 from preflight.engine.plan import Plan, plan_stack
 from preflight.engine.stack_files import StackFileError, find_project_dir
 from preflight.report import job_inputs, render_jobs, render_plan
 from preflight.verdict import Verdict, check
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_CHECK_FAILED = 0, 1
 
 SUMMARY = "plan a stack under mocks and check it (the default verb)"
 EPILOG = """\
@@ -133,13 +132,8 @@ def run(args: argparse.Namespace) -> int:
         )
         with progress("checking schemas, provider inputs, placement, policies and cost"):
             verdict = check(plan, pack_config, args.strict_schemas)
-    except ConfigError as error:
-        where = located(error.problems, project_dir / f"Pulumi.{args.stack}.yaml")
-        print(f"trainyard: invalid stack config for {args.stack!r}:\n{where}", file=sys.stderr)
-        return EXIT_INVALID_CONFIG
-    except (StackFileError, TokenError, policy_runner.PackConfigError) as error:
-        print(f"trainyard: invalid stack config for {args.stack!r}:\n{error}", file=sys.stderr)
-        return EXIT_INVALID_CONFIG
+    except (ConfigError, StackFileError, TokenError, policy_runner.PackConfigError) as error:
+        return refuse_config("trainyard", args.stack, error, project_dir)
     except UnsupportedKubernetesVersion as error:
         # The schemas preflight checks objects against bound the versions it can vouch for.
         print(
