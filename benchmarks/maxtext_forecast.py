@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.maxtext_recipes import LLAMA_8B_V6E_8_AT_BATCH_2, RECIPE_ARGS, RECIPES
 from components.facts.maxtext import slice_flags
-from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
+from components.facts.maxtext_memory import usable_hbm_bytes_per_chip
 from components.facts.topology import TPU_GENERATIONS, TpuSlice, tpu_slice
 from preflight.forecast.calibration import tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
@@ -181,7 +181,7 @@ def instant(fit_argv: list[str], chips: int) -> TpuForecast:
 
 
 def hbm_verdict_of(fit_argv: list[str]) -> str:
-    usable = USABLE_HBM_BYTES_PER_CHIP["v6e"]
+    usable = usable_hbm_bytes_per_chip("v6e")
     try:
         held = estimate_for_fit_argv(fit_argv, usable)
     except NoEstimate:

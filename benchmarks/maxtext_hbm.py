@@ -26,14 +26,14 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from maxtext_forecast import ANCHORS, RECIPE_LIBTPU_FLAGS
 
 from components.config.load import load_stack_config
-from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
+from components.facts.maxtext_memory import usable_hbm_bytes_per_chip
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.maxtext_hbm import HbmEstimate, estimate_for_fit_argv
 from preflight.forecast.maxtext_jobs import fit_check_argv
 from tools.maxtext_fit.fit_cache import CACHE_DIR, cache_key, cached_verdict
 
 GIB = 2**30
-USABLE = USABLE_HBM_BYTES_PER_CHIP["v6e"]
+USABLE = usable_hbm_bytes_per_chip("v6e")
 TEMPORARIES = re.compile(r"HLO temporaries \(([\d.]+)G\)")
 # The llama3-70b dev job with 8 layers, compiled on 2026-11-26 (libtpu's memory analysis): arguments 3.356 GB,
 # temporaries 9.453 GB, generated code 0.266 GB; output aliased to the donated arguments.

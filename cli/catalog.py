@@ -138,7 +138,7 @@ def capacity_modes() -> list[dict[str, Any]]:
 def zone_tables() -> list[dict[str, Any]]:
     return [
         {"accelerator": t.accelerator, "zones": sorted(t.zones), "readOn": t.read_on, "source": t.source}
-        for t in zones.TABLES.values()
+        for t in zones.tables()
     ]
 
 

@@ -47,12 +47,7 @@ class TrainyardStack(pulumi.ComponentResource):
         self.node_identities = NodeIdentities("node-identities", identities, child)
         cluster = ClusterArgs(config.project, config.zone, config.cluster, self.networks, self.node_identities)
         self.cluster = Cluster("cluster", cluster, child)
-        tpu_slices = TpuSlicesArgs(
-            config.tpu_slices,
-            self._placement(config, "tpu", self.networks.dcn),
-            region=config.region,
-            name_prefix=config.cluster.name,
-        )
+        tpu_slices = TpuSlicesArgs(config.tpu_slices, self._placement(config, "tpu", self.networks.dcn))
         self.tpu_slices = TpuSlices("tpu-slices", tpu_slices, child)
         # The gVNIC NIC first (eth1), then the RDMA NICs (eth2..): the order pods' interfaces follow.
         gpu_networks = self.networks.gvnic + self.networks.rdma
@@ -111,6 +106,8 @@ class TrainyardStack(pulumi.ComponentResource):
         identities = self.node_identities
         return PoolPlacement(
             config.zone,
+            config.region,
+            config.cluster.name,
             self.cluster.cluster,
             node_networks,
             identities.email.get(role),

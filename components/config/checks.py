@@ -241,13 +241,14 @@ def _generation_problems(
             f"{generation.min_gke_version} (allowed: {generation.min_gke_version} or later, or a later minor)",
         )
     dcn_networks = len(config.network.dcn_ranges)
-    if group.count > 1 and dcn_networks > generation.max_attached_networks:
+    if config.multislice and dcn_networks > generation.max_attached_networks:
+        # With any multislice group every TPU pool attaches every DCN network (components/infra/tpu_slices.py).
         yield ConfigProblem(
             "trainyard:network.dcnRanges",
             [str(cidr) for cidr in config.network.dcn_ranges],
-            f"has {dcn_networks} ranges, one network each, but a {generation.name} VM has {generation.nics_per_vm} "
-            f"NICs, its primary one included ({path} is multislice; allowed: at most "
-            f"{generation.max_attached_networks} ranges)",
+            f"has {dcn_networks} ranges, one network each, which every TPU pool of a multislice stack attaches, but a "
+            f"{generation.name} VM ({path}) has {generation.nics_per_vm} NICs, its primary one included (allowed: at "
+            f"most {generation.max_attached_networks} ranges)",
         )
 
 

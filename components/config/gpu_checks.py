@@ -6,12 +6,12 @@ by checks.py already and skipped here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import ConfigProblem
 from components.facts import topology
+from components.facts.gke import gke_version_below
 
 
 def _known_pools(config: StackConfig) -> list[tuple[str, GpuPoolConfig]]:
@@ -27,6 +27,7 @@ def gpu_machine_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if len(pools) != len(config.gpu_pools):
         return
     yield from _capacity_offer_problems(pools)
+    yield from _nvlink_domain_problems(pools)
     yield from _gke_floor_problems(config, pools)
     yield from _dranet_network_problems(config, pools)
     yield from _image_platform_problems(config)
@@ -45,23 +46,26 @@ def _capacity_offer_problems(pools: list[tuple[str, GpuPoolConfig]]) -> Iterator
             )
 
 
-def _version_numbers(version: str) -> tuple[int, ...]:
-    """`1.34.1-gke.1829001` -> (1, 34, 1, 1829001); a minor `1.35` -> (1, 35)."""
-    return tuple(int(number) for number in re.findall(r"\d+", version))
-
-
-def below_floor(version: str, floor: str) -> bool:
-    """The version, to as many parts as it states, is below the floor's: GKE gives a minor (or a patch without its
-    GKE build) its current release, which is past every floor of that minor a record holds."""
-    numbers = _version_numbers(version)
-    return numbers < _version_numbers(floor)[: len(numbers)]
+def _nvlink_domain_problems(pools: list[tuple[str, GpuPoolConfig]]) -> Iterator[ConfigProblem]:
+    """A pool placed by an NVLink domain's workload policy lives in one domain: no more VMs than it holds (A4X: 1x72
+    is 72 GPUs, 18 VMs of 4)."""
+    for path, pool in pools:
+        vms = pool.machine.nvlink_domain_vms
+        if vms is not None and pool.max_nodes > vms:
+            yield ConfigProblem(
+                f"{path}.maxNodes",
+                pool.max_nodes,
+                f"is more VMs than one {pool.machine.nvlink_domain_topology} NVLink domain of {pool.machine_type} "
+                f"holds, and the pool's workload policy keeps it in one domain (allowed: 1 to {vms}; more VMs: "
+                "another pool)",
+            )
 
 
 def _gke_floor_problems(config: StackConfig, pools: list[tuple[str, GpuPoolConfig]]) -> Iterator[ConfigProblem]:
     version = config.cluster.version
     floors = {pool.machine.min_gke_version: (path, pool) for path, pool in pools if pool.machine.min_gke_version}
     for floor, (path, pool) in floors.items():
-        if below_floor(version, floor):
+        if gke_version_below(version, floor):
             yield ConfigProblem(
                 "trainyard:cluster.version",
                 version,

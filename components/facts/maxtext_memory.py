@@ -48,10 +48,7 @@ MAXTEXT_ARCHITECTURES: dict[str, ModelArchitecture] = {
 }
 
 
-# HBM a JAX device leaves a compiled program, per TPU generation (topology.TpuGeneration.usable_hbm_bytes_per_chip over
-# its devices per chip: a TPU7x chip is two devices of half its HBM each). The estimate is per device.
-USABLE_HBM_BYTES_PER_CHIP: dict[str, float] = {
-    name: generation.usable_hbm_bytes_per_chip / generation.devices_per_chip
-    for name, generation in topology.TPU_GENERATIONS.items()
-    if generation.usable_hbm_bytes_per_chip
-}
+def usable_hbm_bytes_per_chip(generation: str) -> float:
+    """HBM a chip leaves compiled programs (topology.TpuGeneration.usable_hbm_bytes_per_chip), read from the record
+    when asked."""
+    return topology.tpu_generation(generation).usable_hbm_bytes_per_chip

@@ -86,7 +86,6 @@ class TpuGeneration:
     devices_per_chip: int  # JAX devices per chip: what MaxText's mesh counts
     slice_naming: SliceNaming
     nics_per_vm: int  # the VM's NICs, its primary one included: a pool attaches at most nics_per_vm - 1 networks
-    numa_nodes_per_vm: int
     multi_host_placement: MultiHostPlacement
     min_gke_version: str  # the oldest GKE Standard version that runs the generation
     capacities: tuple[Capacity, ...]  # the capacity modes GKE offers its pools, in the order the reference lists them
@@ -132,6 +131,7 @@ def cube_topologies(max_cubes: int) -> tuple[str, ...]:
 
 
 _LISTED_TOPOLOGIES = 12
+LOCAL_SSD_GIB = 375  # a local SSD's size, unless a machine's record says otherwise
 _V6E_4T = "ct6e-standard-4t"
 _TPU7X_4T = "tpu7x-standard-4t"
 
@@ -165,7 +165,6 @@ TPU_GENERATIONS: dict[str, TpuGeneration] = {
         devices_per_chip=1,
         slice_naming=SliceNaming.CHIPS,
         nics_per_vm=4,  # 4 x 200 Gb/s per host
-        numa_nodes_per_vm=1,
         multi_host_placement=MultiHostPlacement.COMPACT,
         min_gke_version="1.31.2-gke.1115000",
         capacities=TPU_CAPACITIES,
@@ -201,7 +200,6 @@ TPU_GENERATIONS: dict[str, TpuGeneration] = {
         devices_per_chip=2,  # two chiplets, each its own JAX device
         slice_naming=SliceNaming.TENSORCORES,
         nics_per_vm=2,
-        numa_nodes_per_vm=2,
         multi_host_placement=MultiHostPlacement.WORKLOAD_POLICY,
         min_gke_version="1.34.0-gke.2201000",
         capacities=TPU_CAPACITIES,
@@ -339,7 +337,7 @@ class GpuMachine:
     peak_bf16_flops_per_gpu: float
     nccl_tuner_config: str | None
     local_ssds: int = 0  # local SSDs that come with the machine (docs/cloud-facts.md: local SSD)
-    local_ssd_gib: int = 375  # the size of each
+    local_ssd_gib: int = LOCAL_SSD_GIB  # the size of each
     # Per GPU and direction: NVLink inside the VM, the GPU's own RDMA NIC between VMs (docs/cloud-facts.md).
     nvlink_bytes_per_s: float = 0.0
     network_bytes_per_s: float = 0.0
@@ -351,6 +349,13 @@ class GpuMachine:
     # The NVLink domain's shape in a HIGH_THROUGHPUT workload policy (A4X: 18 VMs, 72 GPUs on one NVLink fabric);
     # None: NVLink ends at the VM.
     nvlink_domain_topology: str | None = None
+
+    @property
+    def nvlink_domain_vms(self) -> int | None:
+        """VMs in one NVLink domain (A4X's 1x72: 72 GPUs, 18 VMs); None where NVLink ends at the VM."""
+        if self.nvlink_domain_topology is None:
+            return None
+        return math.prod(int(dim) for dim in self.nvlink_domain_topology.split("x")) // self.gpus_per_vm
 
     @property
     def dranet(self) -> bool:
@@ -574,9 +579,6 @@ def allocatable_ephemeral_storage_bytes(boot_disk_gb: float) -> int:
     disk = boot_disk_gb * GIB
     reserved = min(0.5 * disk, 6 * GIB + 0.35 * disk, 100 * GIB)
     return int(disk - reserved - 0.1 * disk)
-
-
-LOCAL_SSD_GIB = 375
 
 
 def allocatable_local_ssd_bytes(count: int, ssd_gib: int = LOCAL_SSD_GIB) -> int:

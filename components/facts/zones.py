@@ -17,13 +17,15 @@ from __future__ import annotations
 from components.facts import topology
 from components.facts.topology import ZoneTable
 
-# Each TPU generation's table lives on its record (components/facts/topology.py), keyed here by the generation.
-TABLES: dict[str, ZoneTable] = {name: generation.zones for name, generation in topology.TPU_GENERATIONS.items()}
+
+def tables() -> list[ZoneTable]:
+    """Every zone table: each lives on its TPU generation's record (components/facts/topology.py)."""
+    return [generation.zones for generation in topology.TPU_GENERATIONS.values()]
 
 
 def table_for(machine_type: str) -> ZoneTable | None:
     generation = topology.tpu_generation_of_machine(machine_type)
-    return TABLES.get(generation.name if generation else machine_type)
+    return generation.zones if generation else None
 
 
 def zone_advisory(machine_type: str, zone: str) -> str | None:

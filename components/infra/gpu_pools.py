@@ -12,10 +12,6 @@ import pulumi_gcp as gcp
 from components.config.models import GpuPoolConfig
 from components.facts import gke, topology
 from components.infra import node_pools
-from components.infra.fixed_names import fixed_name_options
-
-# A workload policy that keeps a pool's VMs on one accelerator fabric (google_compute_resource_policy).
-HIGH_THROUGHPUT = "HIGH_THROUGHPUT"
 
 
 @dataclass(frozen=True)
@@ -33,26 +29,13 @@ class GpuPools(pulumi.ComponentResource):
         self.pools = {pool.name: self._pool(pool) for pool in args.pools}
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
 
-    def _workload_policy(self, pool: GpuPoolConfig) -> gcp.compute.ResourcePolicy:
-        """The pool's VMs on one NVLink domain of the machine's topology (A4X: 1x72, an NVL72 rack)."""
-        name = f"{pool.name}-nvlink"
-        return gcp.compute.ResourcePolicy(
-            name,
-            name=name,
-            region=self._placement.zone.rsplit("-", 1)[0],
-            workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                type=HIGH_THROUGHPUT, accelerator_topology=pool.machine.nvlink_domain_topology
-            ),
-            opts=fixed_name_options(self),
-        )
-
     def _placement_policy(self, pool: GpuPoolConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
         """Close VMs: fewer hops for NCCL, and on Spot the block labels Kueue's TAS places by; on a machine with an
         NVLink domain across VMs, that domain's workload policy."""
-        if pool.machine.nvlink_domain_topology:
-            return gcp.container.NodePoolPlacementPolicyArgs(
-                type="COMPACT", policy_name=self._workload_policy(pool).name
-            )
+        domain = pool.machine.nvlink_domain_topology
+        if domain:
+            policy = node_pools.workload_policy(self, f"{pool.name}-nvlink", self._placement, pool.name, domain)
+            return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy.name)
         return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None
 
     def _network_config(self, machine: topology.GpuMachine) -> gcp.container.NodePoolNetworkConfigArgs | None:
@@ -104,5 +87,10 @@ class GpuPools(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=node_pools.pool_options(self, pool.capacity, [placement.identity_ready]),
+            opts=node_pools.pool_options(
+                self,
+                pool.capacity,
+                [placement.identity_ready],
+                workload_policy=machine.nvlink_domain_topology is not None,
+            ),
         )

@@ -10,6 +10,7 @@ import pulumi_gcp as gcp
 
 from components.config.models import ClusterConfig
 from components.facts.capacity import SPECIFIC_RESERVATION, Capacity
+from components.facts.gcp_names import compute_name
 from components.facts.hardening import KUBELET_READ_ONLY_PORT
 from components.infra.fixed_names import fixed_name_options
 from components.infra.network import NodeNetwork
@@ -39,6 +40,8 @@ class PoolPlacement:
     """What every accelerator pool of one role shares: where it goes and as whom its nodes run."""
 
     zone: str
+    region: str  # the zone's region, where workload policies live
+    name_prefix: str  # the cluster's name: workload policies are named <prefix>-<owner>-<topology>
     cluster: gcp.container.Cluster
     node_networks: list[NodeNetwork]  # attached in this order (a pod's eth1, eth2, ...)
     service_account: pulumi.Input[str] | None  # the role's node account (None: the role has no pools)
@@ -114,13 +117,39 @@ def additional_networks(node_networks: Sequence[NodeNetwork]) -> gcp.container.N
     )
 
 
+# GKE keeps a pool placed by a workload policy as policyName (and tpuTopology), without the type the provider requires
+# on create: the type read back differs from the one sent, and the block is ForceNew, so without this every update
+# would replace the pool (vllm-project/ci-infra PR #552; docs/cloud-facts.md: TPU7x workload policies).
+WORKLOAD_POLICY_IGNORED = ("placementPolicy.type",)
+
+
+def workload_policy(
+    parent: pulumi.Resource, resource_name: str, placement: PoolPlacement, owner: str, accelerator_topology: str
+) -> gcp.compute.ResourcePolicy:
+    """A HIGH_THROUGHPUT workload policy: its pool's VMs on one accelerator fabric of `accelerator_topology` (a TPU7x
+    slice, an A4X NVL72 domain). Named <cluster>-<owner>-<topology>: unique to the stack, and a new topology makes a
+    new policy beside the old one instead of renaming it in place."""
+    return gcp.compute.ResourcePolicy(
+        resource_name,
+        name=compute_name(placement.name_prefix, owner, accelerator_topology),
+        region=placement.region,
+        workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+            type="HIGH_THROUGHPUT", accelerator_topology=accelerator_topology
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 def pool_options(
-    parent: pulumi.Resource, capacity: Capacity, depends_on: Sequence[pulumi.Resource] = ()
+    parent: pulumi.Resource,
+    capacity: Capacity,
+    depends_on: Sequence[pulumi.Resource] = (),
+    workload_policy: bool = False,
 ) -> pulumi.ResourceOptions:
     """GKE rewrites flex-start pools' upgrade settings (strategy SHORT_LIVED) whatever is sent, so the
-    field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings)."""
-    return fixed_name_options(
-        parent,
-        ignore_changes=["upgradeSettings"] if capacity.flex_start else None,
-        depends_on=list(depends_on),
+    field would show a diff on every preview (docs/cloud-facts.md: flex-start pools and upgradeSettings); a pool
+    placed by a workload policy keeps the type it was created with (WORKLOAD_POLICY_IGNORED)."""
+    ignored = (["upgradeSettings"] if capacity.flex_start else []) + (
+        list(WORKLOAD_POLICY_IGNORED) if workload_policy else []
     )
+    return fixed_name_options(parent, ignore_changes=ignored or None, depends_on=list(depends_on))

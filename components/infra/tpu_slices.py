@@ -14,21 +14,13 @@ import pulumi_gcp as gcp
 
 from components.config.models import TpuSliceConfig
 from components.facts import gke
-from components.facts.gcp_names import compute_name
 from components.infra import node_pools
-
-# GKE keeps a workload-policy pool's placementPolicy as policyName and tpuTopology, without the type the provider
-# requires on create: the type read back differs from the one sent, and the block is ForceNew, so without this every
-# update would replace the slice (vllm-project/ci-infra PR #552; docs/cloud-facts.md: TPU7x workload policies).
-WORKLOAD_POLICY_IGNORED = ("placementPolicy.type",)
 
 
 @dataclass(frozen=True)
 class TpuSlicesArgs:
     groups: tuple[TpuSliceConfig, ...]
     placement: node_pools.PoolPlacement  # the DCN networks attached
-    region: str = ""  # where workload policies live (the pools' region)
-    name_prefix: str = ""  # the cluster's name: workload policies are named <prefix>-<group>-<topology>
 
 
 class TpuSlices(pulumi.ComponentResource):
@@ -38,26 +30,16 @@ class TpuSlices(pulumi.ComponentResource):
         super().__init__("trainyard:infra:TpuSlices", name, None, opts)
         self._placement = args.placement
         self.workload_policies = {
-            group.name: self._workload_policy(group, args) for group in args.groups if group.slice.workload_policy
+            group.name: node_pools.workload_policy(
+                self, f"{group.name}-workload-policy", args.placement, group.name, group.topology
+            )
+            for group in args.groups
+            if group.slice.workload_policy
         }
         self.pools = {
             pool_name: self._slice_pool(pool_name, group) for group in args.groups for pool_name in group.pool_names
         }
         self.register_outputs({"pools": [pool.name for pool in self.pools.values()]})
-
-    def _workload_policy(self, group: TpuSliceConfig, args: TpuSlicesArgs) -> gcp.compute.ResourcePolicy:
-        """The group's slices' placement: one VM block with the slice's accelerator topology. Its name holds the
-        topology, so a new topology makes a new policy beside the old one instead of renaming it in place."""
-        policy_name = compute_name(args.name_prefix, group.name, group.topology)
-        return gcp.compute.ResourcePolicy(
-            f"{group.name}-workload-policy",
-            name=policy_name,
-            region=args.region,
-            workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                type="HIGH_THROUGHPUT", accelerator_topology=group.topology
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
 
     def _placement_policy(self, group: TpuSliceConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
         tpu = group.slice
@@ -71,11 +53,6 @@ class TpuSlices(pulumi.ComponentResource):
     def _slice_pool(self, pool_name: str, group: TpuSliceConfig) -> gcp.container.NodePool:
         placement, tpu = self._placement, group.slice
         flex_start = group.capacity.flex_start
-        options = node_pools.pool_options(self, group.capacity, [placement.identity_ready])
-        if tpu.workload_policy:
-            options = pulumi.ResourceOptions.merge(
-                options, pulumi.ResourceOptions(ignore_changes=list(WORKLOAD_POLICY_IGNORED))
-            )
         return gcp.container.NodePool(
             pool_name,
             name=pool_name,
@@ -102,5 +79,7 @@ class TpuSlices(pulumi.ComponentResource):
                     threads_per_core=1
                 ),
             ),
-            opts=options,
+            opts=node_pools.pool_options(
+                self, group.capacity, [placement.identity_ready], workload_policy=tpu.workload_policy
+            ),
         )

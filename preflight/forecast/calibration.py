@@ -35,6 +35,13 @@ class Calibration:
 
 # The GPUs' efficiency counts model FLOPs plus recompute (workloads/fsdp/flops.py, preflight/forecast/fsdp.py) over
 # the datasheet's dense bf16 peak. Keys are GPU machine facts' accelerator names (components/facts/topology.py).
+_B200_AT_750_W = Calibration(
+    "B200 at 750 W",
+    0.234,
+    calibrated_on=("torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 B200 at 750 W, 8,307.5",),
+)
+UNCAPPED_B200_GAIN = 1.31  # torchtitan PR #1196's uncapped B200 over the 750 W run, per GPU
+
 GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
     "nvidia-h100": Calibration(
         "H100",
@@ -47,45 +54,44 @@ GPU_COMPUTE_EFFICIENCY: dict[str, Calibration] = {
     # The run's B200s were held to 750 W of their 1,000 W (pytorch/ao d8bb51f's mx_formats README); A4 publishes
     # no power limit. The one uncapped run published (torchtitan PR #1196, eager) ran 1.31x faster per GPU, 1.51x its
     # eager forecast.
-    "nvidia-b200": Calibration(
-        "B200 at 750 W",
-        0.234,
-        calibrated_on=("torchtitan Llama 3 8B, FSDP2 + torch.compile, per-op SAC, bf16, 8 B200 at 750 W, 8,307.5",),
-    ),
+    "nvidia-b200": _B200_AT_750_W,
     # GB200 is the B200's die at full power: until a published run calibrates it, it runs at the uncapped B200's
     # share of peak (the 750 W efficiency x the 1.31 the uncapped run gained), against GB200's own published peak.
     "nvidia-gb200": Calibration(
         "GB200",
-        round(0.234 * 1.31, 3),
+        round(_B200_AT_750_W.efficiency * UNCAPPED_B200_GAIN, 3),
         calibrated_on=(),
-        assumed="the uncapped B200's share of peak, 0.234 x 1.31, over 2.5 PFLOP/s dense bf16",
+        assumed=f"the uncapped B200's share of peak, {_B200_AT_750_W.efficiency} x {UNCAPPED_B200_GAIN}, over 2.5 "
+        "PFLOP/s dense bf16",
     ),
 }
 
 # The TPUs' efficiency counts the compiled step's matrix FLOPs over the chip's bf16 peak. Keys are TPU generations.
-TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
-    "v6e": Calibration(
-        "v6e",
-        0.52,
-        calibrated_on=("tpu-recipes Llama 3.1 8B, v6e-256", "tpu-recipes Llama 3.1 70B, v6e-256"),
-        checked_on=(
-            "tpu-recipes Llama 3.1 8B, v6e-8",
-            "tpu-recipes Llama 3.1 70B, v6e-32",
-            "tpu-recipes Llama 3.1 8B, v6e-16",
-            "tpu-recipes Llama 3.1 70B, v6e-64",
-        ),
-        instant_checked_on=(
-            "tpu-recipes Llama 3.1 8B, v6e-32",
-            "tpu-recipes Llama 3.1 8B, v6e-64",
-            "tpu-recipes Llama 3.1 8B, v6e-128",
-            "tpu-recipes Llama 3.1 70B, v6e-128",
-            "tpu-recipes Mistral 7B, v6e-8",
-            "tpu-recipes Mixtral 8x7B, v6e-256",
-        ),
+_V6E = Calibration(
+    "v6e",
+    0.52,
+    calibrated_on=("tpu-recipes Llama 3.1 8B, v6e-256", "tpu-recipes Llama 3.1 70B, v6e-256"),
+    checked_on=(
+        "tpu-recipes Llama 3.1 8B, v6e-8",
+        "tpu-recipes Llama 3.1 70B, v6e-32",
+        "tpu-recipes Llama 3.1 8B, v6e-16",
+        "tpu-recipes Llama 3.1 70B, v6e-64",
     ),
+    instant_checked_on=(
+        "tpu-recipes Llama 3.1 8B, v6e-32",
+        "tpu-recipes Llama 3.1 8B, v6e-64",
+        "tpu-recipes Llama 3.1 8B, v6e-128",
+        "tpu-recipes Llama 3.1 70B, v6e-128",
+        "tpu-recipes Mistral 7B, v6e-8",
+        "tpu-recipes Mixtral 8x7B, v6e-256",
+    ),
+)
+
+TPU_MXU_EFFICIENCY: dict[str, Calibration] = {
+    "v6e": _V6E,
     # No published TPU7x MaxText run with its step time could be read offline: the chip's published bf16 peak at
     # v6e's MXU efficiency, until a run calibrates it (docs/cloud-facts.md: TPU7x).
-    "tpu7x": Calibration("tpu7x", 0.52, calibrated_on=(), assumed="v6e's MXU efficiency assumed"),
+    "tpu7x": Calibration("tpu7x", _V6E.efficiency, calibrated_on=(), assumed="v6e's MXU efficiency assumed"),
 }
 
 

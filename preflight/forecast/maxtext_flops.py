@@ -198,15 +198,14 @@ def instant_work(maxtext_args: Sequence[str], chips_per_slice: int, slices: int,
 
 
 def instant_work_for_fit_argv(fit_argv: Sequence[str], steps: int) -> tuple[StepWork, int]:
-    """(the work, the slices it runs on) for a fit check's arguments, at the fewest slices, as the fit check compiles
-    an elastic job."""
+    """(a device's work, the slices it runs on) for a fit check's arguments, at the fewest slices, as the fit check
+    compiles an elastic job; `per_chip` makes it a chip's."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
     devices_per_chip = int(values.get("--devices-per-chip", 1))
     chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
     fewest = int(values.get("--min-slices", values["--slices"]))
-    per_device = instant_work(maxtext_args, chips_per_slice * devices_per_chip, fewest, steps)
-    return per_chip(per_device, devices_per_chip), fewest
+    return instant_work(maxtext_args, chips_per_slice * devices_per_chip, fewest, steps), fewest
 
 
 def per_chip(work: StepWork, devices_per_chip: int) -> StepWork:

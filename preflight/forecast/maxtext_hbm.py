@@ -62,7 +62,8 @@ COMPILED_FITS: tuple[tuple[str, int], ...] = (
     ("llama3.1-70b", 2 * 8192),  # tpu-recipes Llama3.1-70B-MaxText/v6e-32 and v6e-64
 )
 ACTIVATION_BYTES = 2  # dtype: bfloat16
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# Every weight_dtype MaxText accepts (components/facts/maxtext_settings.json: weight_dtype, grad_dtype), in bytes.
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 # Tensors a decoder layer names for remat (maxtext/layers: checkpoint_name), and what each policy saves on device.
 _DOTS = ("query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo")
 POLICY_SAVES: dict[str, tuple[str, ...]] = {
@@ -127,6 +128,11 @@ class HbmEstimate:
         """What the verdict judges: the need where the compiled steps show the compiler giving up prefetching for
         such a job, else the full figure."""
         return self.need if self.calibrated else self.full
+
+    def per_chip(self, devices_per_chip: int) -> HbmEstimate:
+        """A device's figures as its chip's (TPU7x: two devices a chip, each with its share of the chip's HBM)."""
+        sizes = ("states", "gradients", "gathered", "activations", "logits", "prefetched", "every_layer")
+        return dataclasses.replace(self, **{name: getattr(self, name) * devices_per_chip for name in sizes})
 
     def parts(self) -> str:
         return (
@@ -255,10 +261,14 @@ def data_parallelism(mesh: MeshShape) -> int:
 
 
 def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:
-    """The estimate for a fit check's arguments (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args)."""
+    """The estimate per chip, of chips with `usable_bytes` each, for a fit check's arguments
+    (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args). MaxText shards over JAX devices, so the estimate
+    is made per device (a TPU7x chip is two) and given per chip."""
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
     devices_per_chip = int(values.get("--devices-per-chip", 1))
     devices_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"]) * devices_per_chip
     fewest = values.get("--min-slices", values["--slices"])  # the fit check compiles an elastic job at its fewest
-    return estimate(maxtext_args, devices_per_slice, int(fewest), usable_bytes)
+    usable_per_device = usable_bytes / devices_per_chip if usable_bytes is not None else None
+    per_device = estimate(maxtext_args, devices_per_slice, int(fewest), usable_per_device)
+    return per_device.per_chip(devices_per_chip)

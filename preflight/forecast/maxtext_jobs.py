@@ -20,12 +20,12 @@ from typing import Any
 from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
-from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
+from components.facts.maxtext_memory import usable_hbm_bytes_per_chip
 from components.facts.topology import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
-from preflight.forecast.maxtext_flops import instant_work_for_fit_argv
+from preflight.forecast.maxtext_flops import instant_work_for_fit_argv, per_chip
 from preflight.forecast.maxtext_hbm import (
     DOES_NOT_FIT,
     TOO_CLOSE,
@@ -131,12 +131,15 @@ def job_forecast(
     verdict = cached_verdict(root / CACHE_DIR, cache_key(argv, root))
     if verdict is None:
         return instant_forecast(config, job, argv, prices)
+    generation = config.slice_group(job.slices).slice.generation
+    # The fit check compiles one device's program (TPU7x: two devices a chip); the forecast is per chip.
     if verdict.get("cost") is None or verdict.get("fits") is False:
-        return NoForecast(job.name, unfit_reason(verdict), cannot_run=True)
+        return NoForecast(job.name, unfit_reason(verdict, generation.devices_per_chip), cannot_run=True)
     work = StepWork.from_json({**verdict["cost"], "steps": job.steps})
-    usable = USABLE_HBM_BYTES_PER_CHIP.get(config.slice_group(job.slices).slice.generation.name)
+    usable = usable_hbm_bytes_per_chip(generation.name)
     slices = (int(verdict["slices"]), verdict["target"])
-    return priced_forecast(config, job, prices, work, slices, float(verdict["needed_bytes"]), _estimate(argv, usable))
+    needed = float(verdict["needed_bytes"]) * generation.devices_per_chip
+    return priced_forecast(config, job, prices, work, slices, needed, _estimate(argv, usable))
 
 
 def priced_forecast(
@@ -148,7 +151,8 @@ def priced_forecast(
     needed_bytes: float | None,
     estimated: HbmEstimate | None,
 ) -> MaxTextJobForecast | NoForecast:
-    """The step's work on the job's slices at its generation's calibrated efficiency, priced."""
+    """The step's work (a device's, compiled or counted) on the job's slices at its generation's calibrated efficiency,
+    per chip, priced."""
     group = config.slice_group(job.slices)
     tpu = group.slice
     count, target = slices
@@ -168,7 +172,9 @@ def priced_forecast(
         calibration=calibration,
         slices=count,
         target=target,
-        forecast=forecast(work, tpu.generation, count * tpu.chips, calibration.efficiency),
+        forecast=forecast(
+            per_chip(work, tpu.generation.devices_per_chip), tpu.generation, count * tpu.chips, calibration.efficiency
+        ),
         needed_bytes=needed_bytes,
         estimated=estimated,
         source=COMPILED if needed_bytes is not None else INSTANT,
@@ -191,9 +197,7 @@ def instant_forecast(
     fit_check = f"`make fit-check STACK={config.stack}` compiles it"
     tpu = config.slice_group(job.slices).slice
     generation = tpu.generation.name
-    usable = USABLE_HBM_BYTES_PER_CHIP.get(generation)
-    if usable is None:
-        return NoForecast(job.name, f"no usable-HBM figure for {generation}: {fit_check}")
+    usable = usable_hbm_bytes_per_chip(generation)
     try:
         held: HbmEstimate | None = estimate_for_fit_argv(argv, usable)
     except NoEstimate:
@@ -252,12 +256,13 @@ def what_to_change(config: StackConfig, job: MaxTextJobConfig) -> str:
     )
 
 
-def unfit_reason(verdict: dict[str, Any]) -> str:
-    """Why the compiled job does not fit, in the fit check's figures."""
-    needed, available = verdict.get("needed_bytes"), verdict.get("available_bytes") or 0
+def unfit_reason(verdict: dict[str, Any], devices_per_chip: int = 1) -> str:
+    """Why the compiled job does not fit, in the fit check's figures (a device's) per chip."""
+    needed, available = verdict.get("needed_bytes"), (verdict.get("available_bytes") or 0) * devices_per_chip
     if verdict.get("compiler_error") or needed is None:
         why = verdict.get("compiler_error") or "it did not compile"
     else:
+        needed *= devices_per_chip
         why = f"{needed / 2**30:.1f} GiB of HBM per chip needed, {available / 2**30:.1f} GiB usable"
     return f"{why} on {verdict.get('slices')} x {verdict.get('target')}: `make fit-check` says why"
 

@@ -96,7 +96,7 @@ def compile_argv(facts: SliceFacts, maxtext_args: Sequence[str]) -> tuple[list[s
     for key in _OWN_ARGUMENTS:
         if key in overrides:
             raise FitCheckError(f"{key}={overrides[key]}: set by the fit check from the slice facts; leave it out")
-    mesh = check_parallelism(overrides, facts.chips_per_slice, facts.lowest_slices)
+    mesh = check_parallelism(overrides, facts.devices_per_slice, facts.lowest_slices)  # the mesh counts JAX devices
     target = compile_topology_name(facts.accelerator_type, facts.topology)
     own = [f"compile_topology={target}", f"compile_topology_num_slices={facts.lowest_slices}"]
     if "base_output_directory" not in overrides:

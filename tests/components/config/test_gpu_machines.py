@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from components.config.gpu_checks import below_floor
 from components.config.load import ConfigError, load_stack_config
+from components.facts.gke import gke_version_below as below_floor
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
 A4X_VALUES = yaml.safe_load((PROJECT_DIR / "Pulumi.a4x.yaml").read_text())["config"]
@@ -72,6 +72,17 @@ def test_the_floor_compares_as_far_as_the_version_goes():
     assert not below_floor("1.34", floor) and not below_floor("1.35", floor)
     assert not below_floor("1.34.1-gke.1829001", floor) and not below_floor("1.34.2-gke.1", floor)
     assert below_floor("1.33", floor) and below_floor("1.34.0", floor)
+
+
+def test_an_a4x_pool_larger_than_one_nvl72_domain_is_refused():
+    def edit(values):
+        pool(values)["minNodes"] = pool(values)["maxNodes"] = 36
+
+    problem = problems(edit)[0]  # (the pod range refuses 36 nodes too)
+    assert problem == (
+        "trainyard:gpuPools[0].maxNodes: 36 is more VMs than one 1x72 NVLink domain of a4x-highgpu-4g holds, and the "
+        "pool's workload policy keeps it in one domain (allowed: 1 to 18; more VMs: another pool)"
+    )
 
 
 def test_a4x_max_is_refused_by_name_with_what_it_lacks():

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
-from components.facts import cost, gke, topology, zones
+from components.facts import cost, gke, topology
 from components.facts.capacity import TPU_CAPACITIES
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
@@ -159,9 +159,9 @@ def test_more_dcn_networks_than_a_tpu7x_vm_has_nics_are_refused():
     lines = refused(lambda values: tpu7x_group(values, count=2))  # the default two DCN ranges
     assert lines == [
         (
-            'trainyard:network.dcnRanges: ["10.50.0.0/16", "10.60.0.0/16"] has 2 ranges, one network each, but a '
-            "tpu7x VM has 2 NICs, its primary one included (trainyard:tpuSlices[0] is multislice; allowed: at most 1 "
-            "ranges)"
+            'trainyard:network.dcnRanges: ["10.50.0.0/16", "10.60.0.0/16"] has 2 ranges, one network each, which '
+            "every TPU pool of a multislice stack attaches, but a tpu7x VM (trainyard:tpuSlices[0]) has 2 NICs, its "
+            "primary one included (allowed: at most 1 ranges)"
         )
     ]
 
@@ -196,6 +196,9 @@ def test_a_single_host_tpu7x_pool_takes_no_placement_policy(plan_with):
 FAKE_GENERATION = textwrap.dedent(
     """
     import dataclasses, json, sys
+    # Everything imported first: a table any module copied from the records at import would miss the new one.
+    import components.stack, components.config.load, components.facts.zones, components.facts.maxtext_memory
+    import policies.rules, preflight.forecast.report, cli.catalog
     from components.facts import topology
     from components.facts.capacity import Capacity
 
@@ -222,7 +225,11 @@ FAKE_GENERATION = textwrap.dedent(
     plan = plan_config(files.project, "dev", files.main, as_engine_config(values))
     verdict = check(plan, {})
     pools = [r.inputs for r in plan.resources if r.type == "gcp:container/nodePool:NodePool" and r.name == "fake-0"]
-    json.dump({"failed": verdict.failed, "pool": pools[0], "manifests": plan.manifests}, sys.stdout)
+    zone_tables = [table.accelerator for table in components.facts.zones.tables()]
+    json.dump(
+        {"failed": verdict.failed, "pool": pools[0], "manifests": plan.manifests, "zoneTables": zone_tables},
+        sys.stdout,
+    )
     """
 )
 
@@ -242,9 +249,6 @@ def test_a_generation_added_as_one_record_plans_with_no_other_change():
     assert result["failed"] is False
     assert result["pool"]["nodeConfig"]["machineType"] == "ct9z-standard-4t"
     assert result["pool"]["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
+    assert "TPU v9z" in result["zoneTables"]
     flavors = [m for m in result["manifests"] if m["kind"] == "ResourceFlavor" and m["metadata"]["name"] == "fake"]
     assert flavors[0]["spec"]["nodeLabels"][gke.TPU_ACCELERATOR_LABEL] == "tpu-v9z-slice"
-
-
-def test_the_zone_tables_are_the_records_tables():
-    assert zones.TABLES == {name: g.zones for name, g in topology.TPU_GENERATIONS.items()}

@@ -29,12 +29,20 @@ def test_the_pool_takes_rdma_through_dranet_on_one_nvl72_domain():
     policy = one(plan(), "gcp:compute/resourcePolicy:ResourcePolicy", "a4x-nvlink")
     assert pool["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
     assert pool["nodeConfig"]["labels"] == {gke.DRANET_LABEL: "true"}
-    assert pool["placementPolicy"] == {"type": "COMPACT", "policyName": "a4x-nvlink"}
+    assert policy["name"] == "trainyard-a4x-a4x-1x72"  # <cluster>-<pool>-<topology>: unique to the stack
+    assert pool["placementPolicy"] == {"type": "COMPACT", "policyName": policy["name"]}
     assert policy["workloadPolicy"] == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}
     assert policy["region"] == "us-central1"
     assert pool["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-gb200"
     assert pool["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
     assert pool["nodeConfig"]["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 4.0}
+
+
+def test_the_pool_keeps_the_placement_type_gke_does_not_store():
+    """GKE keeps a workload-policy placement without its type; the pool ignores the type, or every update would
+    replace the 18-VM pool (the block is ForceNew)."""
+    (pool,) = [r for r in plan().of_type(gke.NODE_POOL_TYPE) if r.name == "a4x"]
+    assert "placementPolicy.type" in pool.ignore_changes
 
 
 def test_no_rdma_vpcs_or_gke_networks_are_made_beside_dranet():

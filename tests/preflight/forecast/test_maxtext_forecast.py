@@ -13,6 +13,7 @@ from preflight.diff.markdown import forecast_cell
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.calibration import tpu_calibration
 from preflight.forecast.maxtext import forecast as forecast_at
+from preflight.forecast.maxtext_flops import instant_work_for_fit_argv
 from preflight.forecast.maxtext_jobs import INSTANT, MaxTextJobForecast, fit_check_argv
 from preflight.forecast.priced import NoForecast
 from preflight.forecast.report import stack_forecasts
@@ -150,3 +151,37 @@ def test_the_pr_diff_shows_a_maxtext_forecast_in_tokens_per_chip_and_dollars_per
     cell = forecast_cell(result.to_json())
     assert "tokens/s/chip" in cell and f"{result.forecast.estimate_s:.1f} s/step" in cell
     assert cell.endswith(f"per run ({result.to_json()['calibration']})")
+
+
+def test_a_tpu7x_job_is_forecast_per_chip_from_a_devices_work_compiled_or_counted(fit_check_root):
+    """MaxText's step is one JAX device's and a TPU7x chip is two: the compiled and the counted work are both a
+    device's, so a cached compile of the counted work forecasts the same step, and its HBM is a chip's."""
+
+    def tpu7x(values):
+        values["gcp:region"], values["trainyard:zone"] = "us-central1", "us-central1-c"
+        values["trainyard:network"]["dcnRanges"] = ["10.50.0.0/16"]
+        values["trainyard:tpuSlices"] = [{"name": "ironwood", "generation": "tpu7x", "topology": "2x2x4", "count": 2}]
+        values["trainyard:jobs"]["maxtext"][0]["slices"] = "ironwood"
+
+    config = dev_config(tpu7x)
+    job = config.jobs.enabled_maxtext[0]
+    (instant,) = maxtext_results(config, fit_check_root)
+    argv = fit_check_argv(config, job)
+    device_work, _ = instant_work_for_fit_argv(argv, job.steps)
+    assert instant.forecast.work.tokens == 2 * device_work.tokens  # per chip: two devices' tokens
+    verdict = {
+        "name": job.name,
+        "target": "tpu7x-32",
+        "slices": 2,
+        "needed_bytes": 10 * 2**30,  # a device's program
+        "available_bytes": 90 * 2**30,
+        "compile_seconds": 150.0,
+        "compiler_error": None,
+        "cost": device_work.__dict__,
+        "fits": True,
+    }
+    save_verdict(fit_check_root / CACHE_DIR, cache_key(argv, fit_check_root), json.loads(json.dumps(verdict)))
+    (compiled,) = maxtext_results(config, fit_check_root)
+    assert compiled.source == "compiled"
+    assert compiled.forecast.estimate_s == pytest.approx(instant.forecast.estimate_s)
+    assert compiled.to_json()["hbmGibPerChip"] == 20.0

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES, USABLE_HBM_BYTES_PER_CHIP
+from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES, usable_hbm_bytes_per_chip
 from preflight.forecast.maxtext_hbm import LOGIT_BYTES, NoEstimate, estimate
 from preflight.forecast.maxtext_jobs import MaxTextJobForecast
 from preflight.forecast.priced import NoForecast
@@ -14,7 +14,7 @@ from preflight.verdict import check
 from tests.preflight.forecast.test_maxtext_forecast import WORK, cache_dev_verdict, dev_config, maxtext_results
 
 LLAMA3_8B = MAXTEXT_ARCHITECTURES["llama3-8b"]
-USABLE = USABLE_HBM_BYTES_PER_CHIP["v6e"]
+USABLE = usable_hbm_bytes_per_chip("v6e")
 BASE = ["model_name=llama3-8b", "per_device_batch_size=2", "max_target_length=4096"]
 
 
@@ -135,3 +135,14 @@ def test_the_compiler_holds_every_layers_gathered_weights_only_under_its_prefetc
     assert tight.need == pytest.approx(tight.total - tight.gathered + 2 * layer)
     unbounded = estimate([*recipe[:1], "per_device_batch_size=2", *recipe[2:]], 8, 1)
     assert unbounded.gathered == pytest.approx(0.91 * 32 * layer)
+
+
+def test_every_weight_dtype_maxtext_accepts_has_a_size():
+    """A dtype the config lets through must not crash plan or forecast with a KeyError."""
+    from components.facts.maxtext import maxtext_settings
+    from preflight.forecast.maxtext_hbm import DTYPE_BYTES
+
+    (choices,) = maxtext_settings().kinds["weight_dtype"]
+    assert set(choices["choices"]) <= set(DTYPE_BYTES)
+    fp8 = estimate([*BASE, "weight_dtype=float8_e4m3fn"], chips_per_slice=16, slices=1)
+    assert fp8.states < estimate(BASE, chips_per_slice=16, slices=1).states

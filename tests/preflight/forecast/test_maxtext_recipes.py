@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.maxtext_recipes import FITS as COMPILED_FITS
 from benchmarks.maxtext_recipes import LLAMA_8B_V6E_8_AT_BATCH_2, RECIPES, REFUSED, Recipe, recipe
-from components.facts.maxtext_memory import USABLE_HBM_BYTES_PER_CHIP
+from components.facts.maxtext_memory import usable_hbm_bytes_per_chip
 from components.facts.topology import TPU_GENERATIONS
 from preflight.forecast.calibration import tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
@@ -19,7 +19,7 @@ from preflight.forecast.maxtext_flops import instant_work_for_fit_argv
 from preflight.forecast.maxtext_hbm import DOES_NOT_FIT, FITS, TOO_CLOSE, NoEstimate, estimate_for_fit_argv, hbm_verdict
 
 GIB = 2**30
-USABLE = USABLE_HBM_BYTES_PER_CHIP["v6e"]
+USABLE = usable_hbm_bytes_per_chip("v6e")
 V6E = TPU_GENERATIONS["v6e"]
 # The instant verdict on each recipe. The 70B ones hold 26.6-27.3 GiB at least by the estimate, within 15 % of the
 # 31.24 usable: only the compile tells (it fits them at 27.0-28.0 GiB).

@@ -10,6 +10,7 @@ import pytest
 
 from tools.maxtext_fit import fit
 from tools.maxtext_fit.compile_memory import FitCheckError, compile_topology_name
+from workloads.maxtext.parallelism import ParallelismError
 
 # One v6e-4 slice (2x2): a tiny model compiles for it in seconds.
 V6E_4 = ["--accelerator-type", "TPU-V6E", "--topology", "2x2", "--slices", "1", "--hosts-per-slice", "1"]
@@ -125,3 +126,13 @@ def test_compile_arguments_come_from_the_facts_and_an_elastic_job_compiles_at_it
     assert "compile_topology_num_slices=1" in argv
     with pytest.raises(FitCheckError, match="compile_topology=v5e-256: set by the fit check"):
         fit.compile_argv(facts, ["compile_topology=v5e-256"])
+
+
+def test_a_tpu7x_mesh_counts_two_devices_a_chip():
+    """The stack sizes a TPU7x job's ICI mesh in JAX devices (two a chip): 2x2x2 is 8 chips, 16 devices."""
+    flags = ["--accelerator-type", "TPU-V7X", "--topology", "2x2x2", "--slices", "1", "--hosts-per-slice", "2"]
+    facts = fit.slice_facts_from(fit.parse_flags([*flags, "--chips-per-host", "4", "--devices-per-chip", "2"]))
+    argv, mesh = fit.compile_argv(facts, ["ici_fsdp_parallelism=4", "ici_tensor_parallelism=4"])
+    assert mesh.ici == {"fsdp": 4, "tensor": 4}
+    with pytest.raises(ParallelismError, match="multiplies to 16, but the job has 8"):
+        fit.compile_argv(fit.slice_facts_from(fit.parse_flags([*flags, "--chips-per-host", "4"])), argv[:2])
