@@ -16,7 +16,7 @@ from typing import Any
 
 from cli.output import say
 from cli.parsing import Verbs, add_verb, json_option
-from components.facts import cost, topology, zones
+from components.facts import cost, node_shapes, topology, zones
 from components.facts.capacity import GPU_CAPACITIES, PRICE_COLUMNS, TPU_CAPACITIES, Capacity
 from components.facts.models import ARCHITECTURES
 
@@ -114,7 +114,7 @@ def machine_shapes() -> list[dict[str, Any]]:
 
 def _shape(machine_type: str) -> dict[str, Any]:
     try:
-        shape = topology.machine_shape(machine_type)
+        shape = node_shapes.machine_shape(machine_type)
     except topology.TopologyError:  # priced, but no shape on file (preflight places no pod on it)
         return {"machineType": machine_type, "vcpus": None, "memoryGib": None}
     return {"machineType": machine_type, "vcpus": shape.vcpus, "memoryGib": shape.memory_gib}

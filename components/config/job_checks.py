@@ -19,7 +19,7 @@ from components.config.maxtext_args import maxtext_argument_problems
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import UNSET, ConfigProblem, reason
 from components.config.shared_checks import shared_problems
-from components.facts import gpu_software, maxtext, topology
+from components.facts import gpu_software, maxtext, node_shapes, topology
 from components.facts.models import known_architecture
 from components.facts.secrets import carries_a_secret, looks_like_a_secret, masked
 
@@ -317,7 +317,7 @@ def _flavor_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """Kueue flavors select nodes by GKE's labels; two groups of one shape and capacity are indistinguishable."""
     system_machine = config.cluster.system_pool.machine_type
     try:
-        topology.machine_shape(system_machine)
+        node_shapes.machine_shape(system_machine)
     except topology.TopologyError as error:
         yield ConfigProblem(
             "trainyard:cluster.systemPool.machineType",

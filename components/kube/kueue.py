@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import KueueConfig
 from components.config.models import StackConfig
-from components.facts import cloud_rules, gke, topology
+from components.facts import cloud_rules, gke, node_shapes
 from components.facts.gke import (
     DCN_NIC_RESOURCE,
     DRANET_DEVICE_CLASS,
@@ -81,7 +81,7 @@ class Flavor:
     name: str
     node_labels: dict[str, str]
     nodes: int
-    machine: topology.MachineShape
+    machine: node_shapes.MachineShape
     accelerator: str | None = None
     accelerators_per_node: int = 0
     nics_per_node: int = 0  # DRANET NICs its pods claim per node (DCN_NIC_RESOURCE)
@@ -115,7 +115,7 @@ def tpu_flavors(config: StackConfig) -> list[Flavor]:
                 name=group.name,
                 node_labels=labels,
                 nodes=group.count * tpu.vms,
-                machine=topology.machine_shape(tpu.machine_type),
+                machine=node_shapes.machine_shape(tpu.machine_type),
                 accelerator=TPU_RESOURCE,
                 accelerators_per_node=tpu.chips_per_vm,
                 flex_start=group.capacity.flex_start,
@@ -137,7 +137,7 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
                 name=pool.name,
                 node_labels={NODE_POOL_LABEL: pool.name},
                 nodes=pool.max_nodes,
-                machine=topology.machine_shape(pool.machine_type),
+                machine=node_shapes.machine_shape(pool.machine_type),
                 accelerator=GPU_RESOURCE,
                 accelerators_per_node=pool.machine.gpus_per_vm,
                 dws=queued,
@@ -153,7 +153,10 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
 def system_flavor(config: StackConfig) -> Flavor:
     pool = config.cluster.system_pool
     return Flavor(
-        SYSTEM_POOL_NAME, {NODE_POOL_LABEL: SYSTEM_POOL_NAME}, pool.max_nodes, topology.machine_shape(pool.machine_type)
+        SYSTEM_POOL_NAME,
+        {NODE_POOL_LABEL: SYSTEM_POOL_NAME},
+        pool.max_nodes,
+        node_shapes.machine_shape(pool.machine_type),
     )
 
 

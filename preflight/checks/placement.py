@@ -7,7 +7,7 @@ Deployments and the like) this plays the scheduler's filter step against every n
   (the policy pack's reading of a pool, `policies.pools`);
 - taints: GKE's own (TPU, GPU, queued provisioning) and the pool's, against the pod's tolerations;
 - resources: CPU, memory, ephemeral storage, `google.com/tpu` and `nvidia.com/gpu` against a node's
-  allocatable (`facts.topology.node_allocatable`: the machine minus GKE's reservations) minus the requests
+  allocatable (`facts.node_shapes.node_allocatable`: the machine minus GKE's reservations) minus the requests
   of the stack's DaemonSets that land on the pool;
 - count: a multi-host Ray worker group needs `numOfHosts` such nodes in one pool, a Job `parallelism`
   pods within the pools' maximum size.
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.facts import gke, topology
+from components.facts import gke, node_shapes, topology
 from policies.pools import PoolFacts, pool_facts
 from policies.props import items, lookup
 from policies.workloads import RAY_KINDS, kind_of, pod_templates, selects_pool
@@ -40,7 +40,7 @@ Taint = tuple[str, str, str]
 
 def show_amount(resource: str, amount: float) -> str:
     if resource in ("memory", "ephemeral-storage"):
-        return f"{amount / topology.GIB:.2f} GiB"
+        return f"{amount / node_shapes.GIB:.2f} GiB"
     return f"{amount:g}"
 
 
@@ -150,9 +150,9 @@ def node_pools(resources: Iterable[Mapping[str, Any]]) -> list[Pool]:
         facts = pool_facts(resource["name"], resource["urn"], inputs)
         if facts.machine_type is None:
             continue
-        disk = lookup(inputs, "nodeConfig.diskSizeGb") or topology.DEFAULT_BOOT_DISK_GB
+        disk = lookup(inputs, "nodeConfig.diskSizeGb") or node_shapes.DEFAULT_BOOT_DISK_GB
         local_ssds = int(lookup(inputs, "nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount") or 0)
-        allocatable = topology.node_allocatable(facts.machine_type, float(disk), local_ssds).as_resources()
+        allocatable = node_shapes.node_allocatable(facts.machine_type, float(disk), local_ssds).as_resources()
         pools.append(Pool(facts, allocatable, pool_taints(facts, inputs)))
     return pools
 

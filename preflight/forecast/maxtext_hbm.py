@@ -37,7 +37,7 @@ from functools import cache
 from components.facts.maxtext import maxtext_settings
 from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES
 from components.facts.models import ModelArchitecture
-from components.facts.topology import GIB
+from components.facts.node_shapes import GIB
 from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
 

@@ -21,7 +21,7 @@ from components.config.jobs import MaxTextJobConfig
 from components.config.models import StackConfig
 from components.facts import cost
 from components.facts.maxtext_memory import usable_hbm_bytes_per_chip
-from components.facts.topology import GIB
+from components.facts.node_shapes import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast

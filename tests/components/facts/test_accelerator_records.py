@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.config.load import ConfigError, load_stack_config
-from components.facts import cost, gke, topology
+from components.facts import cost, gke, node_shapes, topology
 from components.facts.capacity import TPU_CAPACITIES
 from tests.helpers.plans import PROJECT_DIR, as_engine_config, dev_config_values
 
@@ -32,7 +32,7 @@ def test_each_record_states_every_fact(generation: topology.TpuGeneration):
         for machine_type in machine_types:
             tpu = topology.tpu_slice(generation.name, topology_name, machine_type)
             assert tpu.chips % tpu.chips_per_vm == 0, topology_name
-            assert topology.node_allocatable(machine_type).accelerators == {gke.TPU_RESOURCE: tpu.chips_per_vm}
+            assert node_shapes.node_allocatable(machine_type).accelerators == {gke.TPU_RESOURCE: tpu.chips_per_vm}
     assert generation.usable_hbm_bytes_per_chip < generation.hbm_bytes_per_chip * 1.1
 
 

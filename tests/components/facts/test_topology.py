@@ -112,7 +112,7 @@ def test_a_pools_topology_is_its_placement_or_one_vm_of_its_machine(machine_type
 
 
 def test_local_ssds_hold_ephemeral_storage_with_gkes_reservation():
-    from components.facts.topology import GIB, allocatable_local_ssd_bytes, node_allocatable
+    from components.facts.node_shapes import GIB, allocatable_local_ssd_bytes, node_allocatable
 
     # 32 x 375 GiB = 12,000 GiB, minus 100 GiB for 3+ SSDs and the 10% eviction threshold.
     assert allocatable_local_ssd_bytes(32) == 10_700 * GIB

@@ -14,7 +14,7 @@ import shlex
 
 import pytest
 
-from components.facts import topology
+from components.facts import node_shapes, topology
 from tests.helpers.plans import manifest, quotas
 from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxtext_args
 from workloads.maxtext.parallelism import check_elastic_parallelism, parse_overrides
@@ -65,7 +65,7 @@ def test_kueue_tpu_quota_is_what_the_slice_pools_hold(variant):
     )
     flavor = quotas(manifest(plan, "ClusterQueue", "trainyard"))["v6e-16"]
     assert flavor["google.com/tpu"] == held == count * tpu.chips
-    shape = topology.machine_shape(tpu.machine_type)
+    shape = node_shapes.machine_shape(tpu.machine_type)
     assert flavor["cpu"] == str(count * tpu.vms * shape.vcpus)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.facts import gke, topology
+from components.facts import gke, node_shapes
 from components.facts.gke import WORKLOAD_LABEL
 from preflight.checks.placement import check_placement
 from preflight.checks.pods import parse_quantity
@@ -29,12 +29,12 @@ def resource(plan, kind: str, name: str) -> dict[str, Any]:
 
 def test_allocatable_follows_gkes_reservations():
     # GKE's formula (plan-node-sizes): e2-standard-8 keeps 90m CPU and 3.56 GiB + 100 MiB of memory.
-    e2 = topology.node_allocatable("e2-standard-8")
+    e2 = node_shapes.node_allocatable("e2-standard-8")
     assert e2.cpu_millicores == 7910
     assert e2.memory_bytes == int((32 - 3.56) * 2**30) - 100 * 2**20
-    assert topology.node_allocatable("a4-highgpu-8g").cpu_millicores == 223370
-    assert topology.node_allocatable("ct6e-standard-4t").accelerators == {gke.TPU_RESOURCE: 4}
-    assert round(topology.node_allocatable("e2-standard-8", 100).ephemeral_storage_bytes / 2**30) == 49
+    assert node_shapes.node_allocatable("a4-highgpu-8g").cpu_millicores == 223370
+    assert node_shapes.node_allocatable("ct6e-standard-4t").accelerators == {gke.TPU_RESOURCE: 4}
+    assert round(node_shapes.node_allocatable("e2-standard-8", 100).ephemeral_storage_bytes / 2**30) == 49
 
 
 @pytest.mark.parametrize(
