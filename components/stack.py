@@ -5,7 +5,8 @@ from __future__ import annotations
 import pulumi
 
 from components.config.models import StackConfig
-from components.infra.cluster import Cluster, ClusterArgs
+from components.facts.gke import NODE_POOL_LABEL
+from components.infra.cluster import SYSTEM_POOL_NAME, Cluster, ClusterArgs
 from components.infra.gpu_pools import GpuPools, GpuPoolsArgs
 from components.infra.images import TrainerImages, TrainerImagesArgs
 from components.infra.network import Networks, NetworksArgs, NodeNetwork
@@ -19,6 +20,7 @@ from components.jobs.torch_workloads import TorchWorkloads, TorchWorkloadsArgs
 from components.kube.dranet import Dranet, DranetArgs, dcn_nic_count
 from components.kube.kueue import Kueue, KueueArgs, covered_resources, ordered_flavors
 from components.kube.network_policies import WorkloadNetworkPolicies, WorkloadNetworkPoliciesArgs
+from components.kube.nvidia_dra import NvidiaDraDriver, NvidiaDraDriverArgs, nvlink_pools
 from components.kube.pod_admission import WorkloadPodAdmission, WorkloadPodAdmissionArgs
 from components.kube.rdma import Rdma, RdmaArgs
 from components.kube.workload_code import WorkloadCode, WorkloadCodeArgs
@@ -94,6 +96,10 @@ class TrainyardStack(pulumi.ComponentResource):
         self.kueue = Kueue("kueue", kueue, child)
         rdma = RdmaArgs(config.gpu_pools, self.networks, self.cluster.provider, self.workload_namespace.namespace)
         self.rdma = Rdma("rdma", rdma, child) if config.gpu_pools else None
+        driver = NvidiaDraDriverArgs(
+            nvlink_pools(config.gpu_pools), {NODE_POOL_LABEL: SYSTEM_POOL_NAME}, self.cluster.provider
+        )
+        self.nvidia_dra = NvidiaDraDriver("nvidia-dra-driver", driver, child) if driver.pools else None
         self._workloads(config, child)
         self.credentials_command = pulumi.Output.concat(
             "gcloud container clusters get-credentials ",
@@ -144,6 +150,8 @@ class TrainyardStack(pulumi.ComponentResource):
         admitted = (*self.kueue.ready, self.pod_admission.binding)
         queued = WorkloadTarget(provider, namespace, self.kueue.queue_name, admitted)
         with_rdma = queued.after(*self.rdma.ready) if self.rdma else queued
+        if self.nvidia_dra:  # a ComputeDomain needs the driver's CRD, and its controller to make the claim template
+            with_rdma = with_rdma.after(*self.nvidia_dra.resources)
         self.ray = None
         # Jobs wait for the pools they run on (and go before them on a destroy or a pool's replacement).
         if runs_ray:

@@ -59,7 +59,7 @@ def outside_shape(shape: HostWorkload, kind: str, props: Any) -> list[str]:
         account, token = lookup(spec, "serviceAccountName"), lookup(spec, "automountServiceAccountToken")
         if not is_unknown(account) and account != shape.service_account:
             outside.append(f"service account {account!r}")
-        if not is_unknown(token) and token is not False:
+        if not shape.api_token and not is_unknown(token) and token is not False:
             outside.append("its API token mounted")
     return outside
 
@@ -70,7 +70,7 @@ def _containers_outside(shape: HostWorkload, spec: Any) -> list[str]:
         name, image = lookup(container, "name"), lookup(container, "image")
         if not is_unknown(image) and image not in shape.images:
             outside.append(f"image {image!r} in container {name!r}")
-        if is_true(lookup(container, "securityContext.privileged")) and name != shape.privileged_container:
+        if is_true(lookup(container, "securityContext.privileged")) and name not in shape.privileged_containers:
             outside.append(f"container {name!r} privileged")
         if items(container, "securityContext.capabilities.add"):
             outside.append(f"container {name!r} adds capabilities")

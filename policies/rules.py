@@ -41,6 +41,7 @@ from pulumi_policy import (
 from components.facts.images import TRUSTED_REGISTRIES
 from policies import (
     cis_rules,
+    claim_rules,
     exposure_rules,
     gcp_rules,
     identity_rules,
@@ -265,6 +266,7 @@ POLICIES: list[Policy] = [
     stack_policy(stack_rules.jax_trainer_workers_match_slices),
     stack_policy(kueue_rules.kueue_quotas_match_pools),
     stack_policy(kueue_rules.topology_requests_name_a_level),
+    stack_policy(claim_rules.pod_claims_name_a_template),
     stack_policy(stack_rules.node_networks_allow_internal_ingress),
     stack_policy(namespace_rules.workload_namespaces_deny_by_default),
     stack_policy(namespace_rules.workload_pods_admission_enforced),

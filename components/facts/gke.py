@@ -44,6 +44,15 @@ QUEUED_TAINT = (QUEUED_LABEL, "true", "NoSchedule")
 # Arm nodes (A4X): https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment.
 ARCH_LABEL = "kubernetes.io/arch"
 ARM64_TAINT = (ARCH_LABEL, "arm64", "NoSchedule")
+
+
+def gpu_node_tolerations(arm: bool) -> list[dict[str, str]]:
+    """What a per-node daemon on GPU pools tolerates: only the taints GPU pools carry (GPU, queued provisioning on
+    DWS pools, Arm), not every taint there is."""
+    taints = (GPU_TAINT, QUEUED_TAINT, *((ARM64_TAINT,) if arm else ()))
+    return [{"key": key, "operator": "Exists", "effect": effect} for key, _, effect in taints]
+
+
 # GKE runs Kubernetes' ExtendedResourceToleration admission plugin (same GPU page): a pod that requests an
 # extended resource (google.com/tpu, nvidia.com/gpu) gets a toleration for the taint of that name added.
 

@@ -77,12 +77,14 @@ def pin_problem(reference: str) -> str | None:
 
 # Registries (a host, or a host and a path prefix) pods may pull from besides the stack's own Artifact Registry
 # repositories: GKE's (the NCCL installer's pause), Kubernetes' (Kueue), Google's gIB NCCL plugin and its TPU JAX
-# images (the first-JAX smoke job). Not Docker Hub: anyone may publish there, under a name one letter from a real one.
+# images (the first-JAX smoke job), NVIDIA's DRA driver for GPUs (its one repository, not all of nvcr.io). Not
+# Docker Hub: anyone may publish there, under a name one letter from a real one.
 TRUSTED_REGISTRIES = (
     "gke.gcr.io",
     "registry.k8s.io",
     "us-docker.pkg.dev/gce-ai-infra",
     "us-docker.pkg.dev/cloud-tpu-images",
+    "nvcr.io/nvidia/k8s-dra-driver-gpu",
 )
 # A reference without a registry host pulls from Docker Hub, and a one-part name from its `library/`
 # (github.com/distribution/reference, normalize.go).

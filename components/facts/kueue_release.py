@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-RELEASES = Path(__file__).resolve().parent / "releases"
+from components.facts.releases import ReleaseError, pinned_text, sources
+
+KUEUE_REPO = "kubernetes-sigs/kueue"
 RELEASE_NAMESPACE = "kueue-system"  # the namespace the release's manifests name
 MANAGER_CONFIG_MAP = "kueue-manager-config"
 MANAGER_CONFIG_FILE = "controller_manager_config.yaml"
@@ -39,31 +39,15 @@ RAY_POD_SET_NAMES = {
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class ReleaseError(RuntimeError):
-    """A vendored release is missing or does not match its pinned sha256."""
-
-
-def _sources() -> dict[str, Any]:
-    return json.loads((RELEASES / "sources.json").read_text())
-
-
 def vendored_versions() -> list[str]:
-    return sorted(_sources())
+    return sorted(key for key, pin in sources().items() if pin["repo"] == KUEUE_REPO)
 
 
 @cache
 def _release_text(version: str) -> str:
-    pin = _sources().get(version)
-    if pin is None:
+    if version not in vendored_versions():
         raise ReleaseError(f"Kueue {version} is not vendored (vendored: {', '.join(vendored_versions())})")
-    text = (RELEASES / pin["file"]).read_text()
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    if digest != pin["sha256"]:
-        raise ReleaseError(
-            f"components/facts/releases/{pin['file']} has sha256 {digest}, not the pinned {pin['sha256']}: "
-            "regenerate it with `python -m components.facts.releases.gen_kueue`"
-        )
-    return text
+    return pinned_text(version, "python -m components.facts.releases.gen_kueue")
 
 
 def release_objects(version: str) -> list[dict[str, Any]]:

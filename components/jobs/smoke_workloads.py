@@ -26,7 +26,7 @@ from components.jobs.torch_workloads import (
     rdma_pod_annotations,
     topology,
 )
-from components.kube import rdma
+from components.kube import nvidia_dra as nvlink
 from components.kube.workload_target import WorkloadTarget
 
 
@@ -211,7 +211,9 @@ class SmokeWorkloads(pulumi.ComponentResource):
             env=[k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in env.items()],
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
             resources=k8s.core.v1.ResourceRequirementsArgs(
-                requests={GPU_RESOURCE: gpus}, limits={GPU_RESOURCE: gpus}, claims=rdma.container_claims(pool.machine)
+                requests={GPU_RESOURCE: gpus},
+                limits={GPU_RESOURCE: gpus},
+                claims=nvlink.container_claims(pool, smoke.nccl_nodes),
             ),
             security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[*host_library_mounts(), k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=SCRIPT_DIR)],
@@ -231,8 +233,11 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 tolerations=[k8s.core.v1.TolerationArgs(key=GPU_RESOURCE, operator="Exists", effect="NoSchedule")],
                 volumes=volumes,
                 containers=[container],
-                resource_claims=rdma.pod_claims(pool.machine),
+                resource_claims=nvlink.pod_claims(pool, job_name, smoke.nccl_nodes),
                 **pod_identity(run_as=TRAINER_UID if on_trainer_image else None),
             ),
         )
-        return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script])
+        extra = [script]
+        if nvlink.spans_nvlink_domain(pool, smoke.nccl_nodes):
+            extra.append(nvlink.compute_domain(job_name, self._namespace, self._opts))
+        return self._indexed_job(job_name, smoke.nccl_nodes, pod, extra)

@@ -31,6 +31,7 @@ from components.facts.host_workloads import HOST_GIB_DIR, HOST_NVIDIA_DIR
 from components.jobs.hf_token import hf_token_env, hf_token_secret
 from components.jobs.pod_parts import DATA_MOUNT, accelerator_toleration, data_mount, data_volume, trainer_pod
 from components.jobs.pod_security import container_security, snake
+from components.kube import nvidia_dra as nvlink
 from components.kube import rdma
 from components.kube.revision import FINISHED_TTL_SECONDS, revision_name, superseded
 from components.kube.workload_code import TOP_LEVEL, WorkloadCode
@@ -222,7 +223,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             env=env,
             ports=[k8s.core.v1.ContainerPortArgs(container_port=RDZV_PORT, name="rdzv")],
             resources=k8s.core.v1.ResourceRequirementsArgs(
-                limits=resources, requests=resources, claims=rdma.container_claims(pool.machine)
+                limits=resources, requests=resources, claims=nvlink.container_claims(pool, job.nodes)
             ),
             security_context=k8s.core.v1.SecurityContextArgs(**snake(container_security())),
             volume_mounts=[
@@ -257,10 +258,12 @@ class TorchWorkloads(pulumi.ComponentResource):
                     ),
                 ],
                 containers=[container],
-                resource_claims=rdma.pod_claims(pool.machine),
+                resource_claims=nvlink.pod_claims(pool, job.name, job.nodes),
             ),
         )
         extra = [service, self._code.config_map] + ([token] if token is not None else [])
+        if nvlink.spans_nvlink_domain(pool, job.nodes):
+            extra.append(nvlink.compute_domain(job.name, self._namespace, self._opts))
         spec = k8s.batch.v1.JobSpecArgs(
             suspend=True,
             completion_mode="Indexed",

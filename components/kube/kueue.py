@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.jobs import KueueConfig
 from components.config.models import StackConfig
-from components.facts import cloud_rules, gke, node_shapes
+from components.facts import cloud_rules, gke, node_shapes, nvidia_dra
 from components.facts.gke import (
     DCN_NIC_RESOURCE,
     DRANET_DEVICE_CLASS,
@@ -31,6 +31,7 @@ from components.facts.gke import (
 from components.infra.cluster import SYSTEM_POOL_NAME
 from components.kube.dranet import dcn_nic_count, nics_per_worker
 from components.kube.kueue_release import KueueRelease, KueueReleaseArgs
+from components.kube.nvidia_dra import nvlink_pools
 
 API_VERSION = cloud_rules.KUEUE_API_VERSION
 # The Kinds trainyard queues, as Kueue's integrations name them: FSDP and smoke Jobs, MaxText RayJobs, the
@@ -86,6 +87,7 @@ class Flavor:
     accelerators_per_node: int = 0
     nics_per_node: int = 0  # DRANET NICs its pods claim per node (DCN_NIC_RESOURCE)
     rdma_nics_per_node: int = 0  # DRANET RDMA NICs of a GPU node (RDMA_NIC_RESOURCE)
+    nvlink_channels_per_node: int = 0  # IMEX channels its pods claim per node (nvidia_dra.CHANNEL_RESOURCE)
     dws: bool = False  # the ProvisioningRequest admission check runs for it
     flex_start: bool = False  # its nodes come from flex-start capacity (tried after on-demand when preferred)
     tolerations: list[dict[str, str]] = field(default_factory=list)
@@ -100,6 +102,8 @@ class Flavor:
             return self.nodes * self.nics_per_node
         if resource == gke.RDMA_NIC_RESOURCE:
             return self.nodes * self.rdma_nics_per_node
+        if resource == nvidia_dra.CHANNEL_RESOURCE:
+            return self.nodes * self.nvlink_channels_per_node
         return self.nodes * self.accelerators_per_node if resource == self.accelerator else 0
 
 
@@ -145,6 +149,7 @@ def gpu_flavors(config: StackConfig) -> list[Flavor]:
                 tolerations=[{"key": key, "operator": "Exists", "effect": effect} for key, effect in taints],
                 topology=gke.TAS_TOPOLOGY if pool.places_by_topology else None,
                 rdma_nics_per_node=pool.machine.rdma_nics if pool.machine.dranet else 0,
+                nvlink_channels_per_node=1 if pool.machine.nvlink_domain_vms else 0,
             )
         )
     return flavors
@@ -179,16 +184,22 @@ def covered_resources(config: StackConfig) -> list[str]:
         resources.append(DCN_NIC_RESOURCE)
     if any(pool.machine.dranet for pool in config.gpu_pools):
         resources.append(gke.RDMA_NIC_RESOURCE)
+    if nvlink_pools(config.gpu_pools):
+        resources.append(nvidia_dra.CHANNEL_RESOURCE)
     return resources
 
 
 def manager_config(flavors: list[Flavor]) -> dict:
-    """MANAGER_CONFIG, with the GPU DRANET NICs mapped to RDMA_NIC_RESOURCE when some flavor's pods claim them."""
-    if not any(flavor.rdma_nics_per_node for flavor in flavors):
+    """MANAGER_CONFIG, with the GPU DRANET NICs mapped to RDMA_NIC_RESOURCE and the IMEX channels to
+    CHANNEL_RESOURCE when some flavor's pods claim them."""
+    mappings = list(MANAGER_CONFIG["resources"]["deviceClassMappings"])
+    if any(flavor.rdma_nics_per_node for flavor in flavors):
+        mappings.append({"name": gke.RDMA_NIC_RESOURCE, "deviceClassNames": [gke.GPU_DRANET_DEVICE_CLASS]})
+    if any(flavor.nvlink_channels_per_node for flavor in flavors):
+        mappings.append({"name": nvidia_dra.CHANNEL_RESOURCE, "deviceClassNames": [nvidia_dra.CHANNEL_DEVICE_CLASS]})
+    if mappings == MANAGER_CONFIG["resources"]["deviceClassMappings"]:
         return MANAGER_CONFIG
-    mappings = MANAGER_CONFIG["resources"]["deviceClassMappings"]
-    rdma = {"name": gke.RDMA_NIC_RESOURCE, "deviceClassNames": [gke.GPU_DRANET_DEVICE_CLASS]}
-    return {**MANAGER_CONFIG, "resources": {**MANAGER_CONFIG["resources"], "deviceClassMappings": [*mappings, rdma]}}
+    return {**MANAGER_CONFIG, "resources": {**MANAGER_CONFIG["resources"], "deviceClassMappings": mappings}}
 
 
 def managed_resources(flavors: list[Flavor]) -> list[str]:

@@ -1,9 +1,5 @@
-"""Kueue's release, object by object (components/facts/kueue_release.py says what trainyard sets in it).
-
-Applied in the order a cluster accepts: the CRDs and the namespace, then the objects in it (account, RBAC,
-configuration, certificate Secret, Services), then the controller and what calls it (webhooks, the visibility
-APIService), so a webhook never points at a controller that cannot exist yet.
-"""
+"""Kueue's release, object by object (components/facts/kueue_release.py says what trainyard sets in it), in
+the order a cluster accepts (components/kube/manifests.py `apply_in_stages`)."""
 
 from __future__ import annotations
 
@@ -14,19 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.facts.kueue_release import configured_release
-from components.kube.manifests import kube_object
-
-# Each stage waits for every earlier one; a kind not named here is in the middle stage.
-_STAGES = (
-    ("CustomResourceDefinition", "Namespace"),
-    (),
-    ("Deployment",),
-    ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"),
-)
-
-
-def _stage(kind: str) -> int:
-    return next((index for index, stage in enumerate(_STAGES) if kind in stage), 1)
+from components.kube.manifests import apply_in_stages
 
 
 @dataclass(frozen=True)
@@ -50,13 +34,12 @@ class KueueRelease(pulumi.ComponentResource):
         objects = configured_release(
             args.version, args.namespace, args.manager_config, args.feature_gates, args.node_selector
         )
-        self.resources: list[pulumi.Resource] = []
-        for index in range(len(_STAGES)):
-            earlier = list(self.resources)
-            opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=earlier)
-            self.resources += [
-                kube_object(o, self._options(o, opts, opts_parent)) for o in objects if _stage(o["kind"]) == index
-            ]
+
+        def options(obj: dict[str, Any], earlier: list[pulumi.Resource]) -> pulumi.ResourceOptions:
+            staged = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=earlier)
+            return self._options(obj, staged, opts_parent)
+
+        self.resources = apply_in_stages(objects, options)
         self.register_outputs({"version": args.version, "objects": len(self.resources)})
 
     @staticmethod

@@ -9,6 +9,7 @@ yaml.ConfigFile names them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -22,7 +23,17 @@ _SDK_MODULES = {
     "apiextensions.k8s.io": k8s.apiextensions,
     "admissionregistration.k8s.io": k8s.admissionregistration,
     "apiregistration.k8s.io": k8s.apiregistration,
+    "resource.k8s.io": k8s.resource,
 }
+# Each stage waits for every earlier one; a kind not named here is in the middle stage. The order a cluster accepts:
+# the CRDs and the namespace, then the objects in it (accounts, RBAC, configuration, Services), then the controllers
+# and what calls them (webhooks, APIServices), so a webhook never points at a controller that cannot exist yet.
+_STAGES = (
+    ("CustomResourceDefinition", "Namespace"),
+    (),
+    ("Deployment", "DaemonSet"),
+    ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"),
+)
 
 
 def _snake(key: str) -> str:
@@ -40,3 +51,20 @@ def kube_object(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Cus
     resource_class = getattr(getattr(_SDK_MODULES[group], version), obj["kind"])
     fields = {_snake(key): value for key, value in obj.items() if key not in ("apiVersion", "kind")}
     return resource_class(resource_name(obj), opts=opts, **fields)
+
+
+def _stage(kind: str) -> int:
+    return next((index for index, stage in enumerate(_STAGES) if kind in stage), 1)
+
+
+def apply_in_stages(
+    objects: list[dict[str, Any]],
+    options: Callable[[dict[str, Any], list[pulumi.Resource]], pulumi.ResourceOptions],
+) -> list[pulumi.Resource]:
+    """One resource per object of a release, each stage depending on every earlier one; `options(obj, earlier)`
+    gives an object's options (its parent and provider, `depends_on=earlier`)."""
+    resources: list[pulumi.Resource] = []
+    for index in range(len(_STAGES)):
+        earlier = list(resources)
+        resources += [kube_object(o, options(o, earlier)) for o in objects if _stage(o["kind"]) == index]
+    return resources

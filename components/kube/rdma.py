@@ -169,11 +169,7 @@ class Rdma(pulumi.ComponentResource):
                     )
                 )
             ),
-            # Only the taints GPU pools carry (GPU, queued provisioning on DWS pools, Arm), not every taint there is.
-            tolerations=[
-                k8s.core.v1.TolerationArgs(key=key, operator="Exists", effect=effect)
-                for key, _, effect in (gke.GPU_TAINT, gke.QUEUED_TAINT, *((gke.ARM64_TAINT,) if arm else ()))
-            ],
+            tolerations=[k8s.core.v1.TolerationArgs(**toleration) for toleration in gke.gpu_node_tolerations(arm)],
             host_network="hostNetwork" in shape.host_namespaces,
             host_pid="hostPID" in shape.host_namespaces,
             volumes=[
@@ -184,7 +180,7 @@ class Rdma(pulumi.ComponentResource):
             ],
             init_containers=[
                 k8s.core.v1.ContainerArgs(
-                    name=shape.privileged_container,
+                    name=shape.privileged_containers[0],
                     image=gib_image,
                     command=["/bin/sh", "-c"],
                     args=[install],

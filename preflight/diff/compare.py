@@ -100,10 +100,15 @@ def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def property_changes(
-    type_: str, old: Mapping[str, Any], new: Mapping[str, Any], ignored: tuple[str, ...] = ()
+    type_: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    ignored: tuple[str, ...] = (),
+    replacing: tuple[str, ...] = (),
 ) -> list[PropertyChange]:
     """Every leaf property that differs, as dotted paths (list items as ``[i]``), but those under the resource's
-    ignoreChanges: the engine keeps their old values."""
+    ignoreChanges: the engine keeps their old values. One under its replaceOnChanges replaces it, whatever the
+    provider's schema says."""
     before, after = dict(_leaves(old)), dict(_leaves(new))
     missing = object()
     changes = []
@@ -117,7 +122,7 @@ def property_changes(
                     path,
                     None if old_value is missing else old_value,
                     None if new_value is missing else new_value,
-                    replacements.forces_replacement(type_, path, old, new),
+                    _under(path, replacing) or replacements.forces_replacement(type_, path, old, new),
                 )
             )
     return changes
@@ -161,8 +166,9 @@ def compare(
     result.removed = [r for urn, r in base_resources.items() if urn not in base_urn_of.values()]
     for urn, base_urn in base_urn_of.items():
         old, new = base_resources[base_urn], head_resources[urn]
-        ignored = tuple((new.get("options") or {}).get("ignoreChanges") or ())
-        changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {}, ignored)
+        options = new.get("options") or {}
+        ignored, replacing = tuple(options.get("ignoreChanges") or ()), tuple(options.get("replaceOnChanges") or ())
+        changes = property_changes(new["type"], old.get("inputs") or {}, new.get("inputs") or {}, ignored, replacing)
         if changes:
             retained = bool((old.get("options") or {}).get("retainOnDelete"))
             delete_first = bool((new.get("options") or {}).get("deleteBeforeReplace"))

@@ -89,6 +89,7 @@ class Registration:
     delete_before_replace: bool = False
     import_id: str = ""  # the cloud object the engine adopts instead of creating one
     ignore_changes: list[str] = field(default_factory=list)  # input paths an update leaves as they are
+    replace_on_changes: list[str] = field(default_factory=list)  # input paths whose change replaces the resource
 
 
 def masked(value: Any) -> Any:
@@ -170,6 +171,7 @@ class RecordingMonitor(MockMonitor):
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 import_id=request.importId,
                 ignore_changes=list(request.ignoreChanges),
+                replace_on_changes=list(request.replaceOnChanges),
             )
         )
         return RegisterResourceResponse(urn=urn, id=resource_id, object=state)

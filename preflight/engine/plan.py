@@ -149,7 +149,7 @@ def integral_as_int(value: Any) -> Any:
 
 def resource_json(resource: Registration) -> dict[str, Any]:
     """One resource of the plan JSON; `aliases` and `options` (retainOnDelete, deleteBeforeReplace, import,
-    ignoreChanges) only where the resource has some."""
+    ignoreChanges, replaceOnChanges) only where the resource has some."""
     entry = asdict(resource)
     if not entry["aliases"]:
         del entry["aliases"]
@@ -158,6 +158,7 @@ def resource_json(resource: Registration) -> dict[str, Any]:
         "deleteBeforeReplace": entry.pop("delete_before_replace"),
         "import": entry.pop("import_id"),
         "ignoreChanges": entry.pop("ignore_changes"),
+        "replaceOnChanges": entry.pop("replace_on_changes"),
     }
     if any(options.values()):
         entry["options"] = {key: value for key, value in options.items() if value}

@@ -6,7 +6,8 @@ The model of a step, as the trainer runs it (workloads/fsdp/model.py, loop.py):
 - communication, per GPU and micro-batch: FSDP2 all-gathers the bf16 parameters for the forward and again for
   the backward (reshard_after_forward), and reduce-scatters fp32 gradients after every micro-batch (the
   trainer does not skip gradient sync while accumulating). A ring moves (W-1)/W of each buffer through each
-  GPU's slowest link: NVLink within one node, the GPU's RDMA NIC across nodes;
+  GPU's slowest link: NVLink within one node or one multi-node NVLink domain (A4X's NVL72, through the job's
+  ComputeDomain), the GPU's RDMA NIC across nodes beyond it;
 - overlap: FSDP2 prefetches the next layer's all-gather during this layer's compute, and reduce-scatters
   during the backward, so a micro-batch takes max(compute, communication) plus what cannot overlap, the first
   layer's all-gather and the last layer's reduce-scatter;
@@ -60,6 +61,13 @@ class Hardware:
     nvlink_bytes_per_s: float  # per GPU and direction
     network_bytes_per_s: float  # per GPU and direction, between nodes
     hbm_bytes: float = 0.0  # per GPU; 0: unknown
+    nvlink_domain_nodes: int = 1  # nodes one NVLink fabric spans (A4X: 18, with the job's ComputeDomain)
+
+    def link(self, nodes: int) -> tuple[str, float]:
+        """The slowest link a job on `nodes` nodes crosses, and its bandwidth per GPU and direction."""
+        if nodes <= self.nvlink_domain_nodes:
+            return "NVLink", self.nvlink_bytes_per_s
+        return "RDMA", self.network_bytes_per_s
 
 
 @dataclass(frozen=True)
@@ -142,9 +150,7 @@ def forecast(run: FsdpRun, hardware: Hardware, efficiency: float) -> Forecast:
     arch = run.architecture
     gpus = run.nodes * hardware.gpus_per_node
     ring = (gpus - 1) / gpus
-    link, bandwidth = (
-        ("NVLink", hardware.nvlink_bytes_per_s) if run.nodes == 1 else ("RDMA", hardware.network_bytes_per_s)
-    )
+    link, bandwidth = hardware.link(run.nodes)
     lengths = [run.seq_len] * run.rows_per_gpu
     micro_flops = flop_model(run).training_flops(lengths)
     recompute = recompute_flops(run, lengths)

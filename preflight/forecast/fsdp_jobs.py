@@ -29,6 +29,7 @@ def pool_hardware_of(machine: GpuMachine) -> Hardware:
         machine.nvlink_bytes_per_s,
         machine.network_bytes_per_s,
         machine.hbm_bytes,
+        machine.nvlink_domain_vms or 1,  # a job spanning VMs there gets a ComputeDomain (components/kube/nvidia_dra.py)
     )
 
 

@@ -97,7 +97,7 @@ def installer(**pod: Any) -> dict[str, Any]:
         "volumes": [{"name": name, "hostPath": {"path": path}} for name, path in shape.host_paths.items()],
         "initContainers": [
             {
-                "name": shape.privileged_container,
+                "name": shape.privileged_containers[0],
                 "image": gib_image,
                 "securityContext": {"privileged": True},
                 "volumeMounts": [

@@ -110,6 +110,15 @@ VIOLATIONS: list[tuple[str, Callable[[], Stack], set[str]]] = [
         edit(GPU_POOL, "nodeConfig.machineType", "a4x-highgpu-4g"),
         {"dranet-pool-networks"},
     ),
+    (
+        "a pod claiming a template no object of the stack makes",
+        edit(
+            "fsdp-finetune",
+            "spec.template.spec.resourceClaims",
+            [{"name": "compute-domain-channel", "resourceClaimTemplateName": "fsdp-finetune-nvlink-channel"}],
+        ),
+        {"pod-claims-name-a-template"},
+    ),
     ("slice SPREAD", edit(SLICE, "placementPolicy.type", "SPREAD"), {"multi-host-tpu-placement"}),
     ("slice 3 nodes", edit(SLICE, "nodeCount", 3.0), {"multi-host-tpu-placement"}),
     ("slice two zones", edit(SLICE, "nodeLocations", ["us-east5-b", "us-east5-c"]), {"multi-host-tpu-placement"}),

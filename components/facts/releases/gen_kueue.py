@@ -13,16 +13,14 @@ A workstation tool: nothing in the cluster or the program runs it.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "sources.json"
+from components.facts.releases import RELEASES, record
+
 IMAGE = "registry.k8s.io/kueue/kueue"
 STAGING_IMAGE_PREFIX = "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:"
 
@@ -56,17 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     ).stdout.strip()
     text = with_release_image(build(args.source), args.tag)
     name = f"kueue-{args.tag}.yaml"
-    (HERE / name).write_text(text)
-    sources = json.loads(SOURCES.read_text()) if SOURCES.exists() else {}
-    sources[args.tag] = {
+    (RELEASES / name).write_text(text)
+    entry = {
         "repo": "kubernetes-sigs/kueue",
         "commit": commit,
         "built_from": "config/default (kustomize), controller image set as `make artifacts` does",
         "file": name,
-        "sha256": hashlib.sha256(text.encode()).hexdigest(),
     }
-    SOURCES.write_text(json.dumps(sources, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {name}: {len(text):,} bytes, sha256 {sources[args.tag]['sha256']}")
+    print(f"wrote {name}: {len(text):,} bytes, sha256 {record(args.tag, entry, text)}")
     return 0
 
 

@@ -57,9 +57,9 @@ def test_pods_claim_the_machines_rdma_nics_and_name_no_interfaces():
     assert request["exactly"] == {"deviceClassName": "mrdma.google.com", "allocationMode": "ExactCount", "count": 4}
     for kind, name in (("Job", "llama31-8b-fsdp"), ("Job", "smoke-nccl-a4x")):
         spec = pod(kind, name)
-        assert spec["spec"]["resourceClaims"] == [{"name": "rdma", "resourceClaimTemplateName": "rdma-nvidia-gb200"}]
+        assert spec["spec"]["resourceClaims"][0] == {"name": "rdma", "resourceClaimTemplateName": "rdma-nvidia-gb200"}
         (container,) = spec["spec"]["containers"]
-        assert container["resources"]["claims"] == [{"name": "rdma"}]
+        assert container["resources"]["claims"][0] == {"name": "rdma"}  # then the NVLink channel (test_nvidia_dra)
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
         assert gke.INTERFACES_ANNOTATION not in spec["metadata"]["annotations"]
         assert "NCCL_TUNER_CONFIG_PATH" not in {env["name"] for env in container["env"]}

@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from components.facts import kueue_release
+from components.facts import kueue_release, releases
 from preflight.checks.placement import check_placement, node_pools, place, pod_groups
 from preflight.checks.policy_runner import evaluate
 from preflight.diff import compare
@@ -130,11 +130,12 @@ def test_another_namespace_moves_every_reference_to_it():
 
 
 def test_a_vendored_release_that_does_not_match_its_pin_is_refused(tmp_path, monkeypatch):
-    pin = json.loads((kueue_release.RELEASES / "sources.json").read_text())
+    pin = json.loads(releases.SOURCES.read_text())
     (tmp_path / "sources.json").write_text(json.dumps(pin))
-    text = (kueue_release.RELEASES / pin["v0.19.2"]["file"]).read_text()
+    text = (releases.RELEASES / pin["v0.19.2"]["file"]).read_text()
     (tmp_path / pin["v0.19.2"]["file"]).write_text(text.replace("--zap-log-level=2", "--zap-log-level=9"))
-    monkeypatch.setattr(kueue_release, "RELEASES", tmp_path)
+    monkeypatch.setattr(releases, "RELEASES", tmp_path)
+    monkeypatch.setattr(releases, "SOURCES", tmp_path / "sources.json")
     kueue_release._release_text.cache_clear()
     try:
         with pytest.raises(kueue_release.ReleaseError, match="not the pinned"):

@@ -162,7 +162,7 @@ def test_every_crd_schema_is_valid_draft4_only_after_the_go_regex_rewrite() -> N
 
 def test_fetch_reproduces_every_vendored_schema_byte_for_byte(tmp_path: Path) -> None:
     _, pins = fetch_schemas.load_sources()
-    assert len(pins) == 12 and sum(len(pin.outputs) for pin in pins) == 22
+    assert len(pins) == 13 and sum(len(pin.outputs) for pin in pins) == 23
     mirror = mirror_of_vendored(tmp_path / "mirror", pins)
     dest = tmp_path / "crds"
     assert fetch_schemas.main(["--dest", str(dest), "--base-url", mirror.as_uri()]) == 0
