@@ -3,9 +3,10 @@
 A job file holds one job in the schema of a `trainyard:jobs.maxtext[]` or `trainyard:jobs.fsdp[]` entry, plus
 `kind: maxtext|fsdp`. The job is added to the stack's config and the stack is planned under mocks, as `trainyard
 plan` plans it: the job's objects are then exactly those the stack would make for it (RayJob, or Job with its code
-ConfigMap), and its verdicts those preflight gives (config, schema, placement, Kueue admission beside the stack's
-own jobs, the policy pack, the forecast). Nothing of the stack itself is sent: only the job's objects, labelled
-as submitted, so `pulumi up` never touches them and `trainyard job list` tells them apart.
+ConfigMap, its rendezvous Service and, on A4X, its ComputeDomain), and its verdicts those preflight gives (config,
+schema, placement, Kueue admission beside the stack's own jobs, the policy pack, the forecast). Nothing of the stack
+itself is sent: only the job's objects, labelled as submitted, so `pulumi up` never touches them and `trainyard job
+list` tells them apart.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import yaml
 
 from components.config.load import ConfigError
-from components.facts import gke, images
+from components.facts import gke, images, nvidia_dra
 from preflight.checks import policy_runner
 from preflight.engine.plan import Plan, plan_config
 from preflight.engine.stack_files import read_stack_files
@@ -111,17 +112,28 @@ def render(job: JobFile, stack: str, project_dir: Path, pack_config: Mapping[str
 
 
 def job_objects(manifests: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """The job's own objects (its workload label) and the ConfigMaps they mount, labelled as submitted."""
+    """The job's own objects (its workload label), labelled as submitted, after what its pods need that the stack
+    makes for that job alone: the ConfigMaps they mount, the headless Service their subdomain names (a multi-node
+    FSDP job's rendezvous) and the ComputeDomain whose channel they claim (A4X)."""
     own = [m for m in manifests if o.labels(m).get(gke.WORKLOAD_LABEL) == name and o.kind(m) in ("Job", "RayJob")]
-    volumes = [v for m in own for t in o.pod_templates(m) for v in (t.get("spec") or {}).get("volumes") or []]
-    mounted = {volume["configMap"]["name"] for volume in volumes if "configMap" in volume}
-    config_maps = [m for m in manifests if o.kind(m) == "ConfigMap" and o.name(m) in mounted]
+    specs = [t.get("spec") or {} for m in own for t in o.pod_templates(m)]
+    mounted = {v["configMap"]["name"] for spec in specs for v in spec.get("volumes") or [] if "configMap" in v}
+    subdomains = {spec["subdomain"] for spec in specs if spec.get("subdomain")}
+    claimed = {c.get("resourceClaimTemplateName") for spec in specs for c in spec.get("resourceClaims") or []}
+    needed = [m for m in manifests if o.kind(m) == "ConfigMap" and o.name(m) in mounted]
+    needed += [m for m in manifests if o.kind(m) == "Service" and o.name(m) in subdomains]
+    needed += [
+        m
+        for m in manifests
+        if o.kind(m) == nvidia_dra.COMPUTE_DOMAIN_KIND
+        and nvidia_dra.channel_claim_template(m)["metadata"]["name"] in claimed
+    ]
     submitted = []
     for manifest in own:
         manifest = copy.deepcopy(manifest)
         manifest["metadata"].setdefault("labels", {})[SUBMITTED_LABEL] = SUBMITTED_BY
         submitted.append(manifest)
-    return [*config_maps, *submitted]
+    return [*needed, *submitted]
 
 
 def _judge(rendered: Rendered, path: str) -> None:

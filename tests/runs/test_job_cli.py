@@ -67,9 +67,9 @@ def test_submit_dry_run_prints_the_objects_and_verdicts_and_sends_nothing(dry_ru
     code, out, err = dry_run
     assert code == 0, err
     kinds = [document["kind"] for document in yaml.safe_load_all(out)]
-    assert kinds == ["ConfigMap", "Job"]  # the code ConfigMap the Job mounts, then the Job
+    assert kinds == ["ConfigMap", "Service", "Job"]  # the code ConfigMap, the rendezvous Service, then the Job
     assert "admitted on gpu-nodepool-dws (main)" in err and "forecast:" in err
-    assert err.rstrip().endswith("ft-small: OK, 2 objects (dry run: nothing sent)")
+    assert err.rstrip().endswith("ft-small: OK, 3 objects (dry run: nothing sent)")
 
 
 def test_a_real_submit_without_an_image_by_digest_is_refused_before_any_call(tmp_path):

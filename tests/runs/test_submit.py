@@ -92,3 +92,20 @@ def test_the_image_is_pinned_by_digest_in_every_trainer_container(copy_of_dev_ma
     assert {c["image"] for t in templates for c in t["spec"]["containers"]} == {DIGEST}
     with pytest.raises(submit.JobFileError, match="is not pinned by digest"):
         submit.pin_image(objects, "maxtext", "us-docker.pkg.dev/x/maxtext:latest")
+
+
+def test_a_multi_node_fsdp_job_brings_its_rendezvous_service_and_compute_domain(tmp_path):
+    """What its pods name that the stack makes for that job alone travels with it, before it: the headless
+    Service its subdomain names, and on A4X the ComputeDomain whose channel it claims."""
+    values = yaml.safe_load((PROJECT_DIR / "Pulumi.a4x.yaml").read_text())["config"]
+    entry = {**values["trainyard:jobs"]["fsdp"][0], "name": "ft-two"}
+    path = job_file(tmp_path, "fsdp", entry)
+    rendered = submit.render(submit.read_job_file(path), "a4x", PROJECT_DIR)
+    kinds = [(m["kind"], m["metadata"]["name"]) for m in rendered.objects]
+    assert kinds[1:] == [("Service", "ft-two"), ("ComputeDomain", "ft-two-nvlink"), ("Job", kinds[-1][1])]
+    assert kinds[0][0] == "ConfigMap" and kinds[-1][1].startswith("ft-two-")
+    (job,) = [m for m in rendered.objects if m["kind"] == "Job"]
+    assert job["spec"]["template"]["spec"]["subdomain"] == "ft-two"
+    assert [note for note in rendered.notes if "admitted on" in note] == [
+        f"Job trainyard/{kinds[-1][1]}: admitted on a4x (main)"
+    ]
