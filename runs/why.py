@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from components.facts import gke
+from components.facts import gke, nvidia_dra
 from runs import objects as o
 from runs.jobs import State, TrainingJob
 
@@ -24,6 +24,9 @@ _REQUEST_ENDINGS = {
     "BookingExpired": "DWS provisioned the nodes, but the pods did not start on them in time and the booking expired",
     "CapacityRevoked": "DWS took the nodes back (the run window ended or capacity was reclaimed)",
 }
+# Kueue's refusals of a workload's DRA claims (pkg/dra/claims.go, v0.19.2): it reserves no quota until they are fixed.
+_MISSING_TEMPLATE = re.compile(r"failed to get claim spec for ResourceClaimTemplate (\S+) in podset")
+_UNMAPPED_CLASS = re.compile(r"DeviceClass (\S+) is not mapped in DRA configuration")
 
 
 def explain(
@@ -77,6 +80,8 @@ def _pending(job: TrainingJob, now: datetime, positions: Mapping[str, int], hold
     since = reserved.since if reserved else o.created(job.workload or job.job)
     position = positions.get(o.name(job.workload or {}))
     where = f", position {position + 1} in its ClusterQueue" if position is not None else ""
+    if reserved and (_MISSING_TEMPLATE.search(reserved.message) or _UNMAPPED_CLASS.search(reserved.message)):
+        return _claims_refused(job, reserved.message, o.age(since, now))
     lines = [f"pending for {o.age(since, now)}: waiting for quota{where}"]
     if reserved and reserved.message:
         lines.append(f"Kueue: {reserved.message}")
@@ -86,6 +91,31 @@ def _pending(job: TrainingJob, now: datetime, positions: Mapping[str, int], hold
         "next: it starts when they finish; to start sooner, cancel one (`trainyard job cancel NAME`) or ask for fewer "
         "nodes or slices"
     )
+    return lines
+
+
+def _claims_refused(job: TrainingJob, message: str, age: str) -> list[str]:
+    """Kueue cannot count the devices the job's pods claim: no quota is even asked for until that is fixed."""
+    lines = [f"pending for {age}: Kueue cannot count its pods' device claims, so it asks no quota", f"Kueue: {message}"]
+    namespace = o.meta(job.job).get("namespace", "default")
+    missing, unmapped = _MISSING_TEMPLATE.search(message), _UNMAPPED_CLASS.search(message)
+    domain = nvidia_dra.compute_domain_of_template(missing.group(1)) if missing else None
+    if domain:
+        lines.append(
+            f"next: NVIDIA's DRA driver makes {missing.group(1)} for the ComputeDomain {domain}: check that it exists "
+            f"(`kubectl -n {namespace} get computedomain {domain}`) and that the driver runs (`kubectl -n "
+            f"{nvidia_dra.NAMESPACE} get pods`); Kueue admits the job by itself once the template is there"
+        )
+    elif missing:
+        lines.append(
+            f"next: no ResourceClaimTemplate {missing.group(1)} in namespace {namespace}: create it, or submit the job "
+            "with `trainyard job submit`, which sends what its pods name"
+        )
+    elif unmapped:
+        lines.append(
+            f"next: the stack's Kueue configuration counts no resource for device class {unmapped.group(1)} (it maps "
+            "those of the stack's own pools): run the job on a pool of the stack"
+        )
     return lines
 
 

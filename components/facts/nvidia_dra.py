@@ -143,6 +143,12 @@ def channel_template_name(job: str) -> str:
     return f"{job}-nvlink-channel"
 
 
+def compute_domain_of_template(template: str) -> str | None:
+    """The ComputeDomain trainyard names for a channel template, or None for a template that is not one."""
+    suffix = channel_template_name("")
+    return compute_domain_name(template.removesuffix(suffix)) if template.endswith(suffix) else None
+
+
 def compute_domain_spec(job: str) -> dict[str, Any]:
     """`numNodes: 0`, as the driver asks with IMEXDaemonsWithDNSNames (on by default from 25.8): each IMEX daemon
     starts without waiting for its peers, and the spec (immutable: `self == oldSelf`) never depends on the job's

@@ -46,6 +46,19 @@ def status(name: str, job: str) -> list[str]:
             "quota held by: llama31-70b-fsdp-1c9e42 (16 GPUs on gpu-nodepool-dws)",
         ),
         (
+            "pending-dra-claim.yaml",
+            "llama31-8b-fsdp",
+            State.PENDING,
+            (
+                "Job llama31-8b-fsdp-a15026: pending for 6m: Kueue cannot count its pods' device claims, so it asks "
+                "no quota"
+            ),
+            (
+                "next: NVIDIA's DRA driver makes llama31-8b-fsdp-nvlink-channel for the ComputeDomain "
+                "llama31-8b-fsdp-nvlink"
+            ),
+        ),
+        (
             "provisioning.yaml",
             "llama31-70b-fsdp",
             State.PROVISIONING,
@@ -136,6 +149,28 @@ def test_status_names_the_cause_in_its_first_line(fixture, job, state, first_lin
     assert lines[0] == first_line
     assert any(line.strip().startswith(evidence) for line in lines[1:]), lines
     assert lines[-1].strip().startswith(("next:", "its checkpoints"))
+
+
+def test_a_claim_template_the_stack_does_not_name_or_an_unmapped_class_says_what_to_do():
+    objects, now, positions = snapshot("pending-dra-claim.yaml")
+    (workload,) = o.of_kind(objects, "Workload")
+    (reserved,) = [c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    reserved["message"] = reserved["message"].replace("llama31-8b-fsdp-nvlink-channel", "team-nics")
+    (job,) = training_jobs(objects)
+    assert (
+        why.explain(job, now, positions)[-1]
+        .strip()
+        .startswith("next: no ResourceClaimTemplate team-nics in namespace trainyard: create it")
+    )
+    reserved["message"] = (
+        'spec.podSets[0].template.spec.resourceClaims[1].resourceClaimTemplateName: Not found: "DeviceClass '
+        'compute-domain-default-channel.nvidia.com is not mapped in DRA configuration for podset main"'
+    )
+    (job,) = training_jobs(objects)
+    lines = why.explain(job, now, positions)
+    assert lines[0].endswith("Kueue cannot count its pods' device claims, so it asks no quota")
+    assert "device class compute-domain-default-channel.nvidia.com" in lines[-1]
+    assert lines[1].strip().startswith("Kueue: spec.podSets[0]")
 
 
 def test_a_condition_list_in_another_order_gives_the_same_answer():
