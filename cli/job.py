@@ -140,6 +140,8 @@ def run_submit(args: argparse.Namespace) -> int:
     api = cluster.connect(args.context)
     for applied in cluster.apply(api, rendered.objects, submit.FIELD_MANAGER):
         print(f"applied {applied}")
+    for owned in cluster.adopt(api, rendered.owned, rendered.job_object, submit.FIELD_MANAGER):
+        print(f"owned by {o.kind(rendered.job_object)} {o.name(rendered.job_object)}: {owned}")
     return EXIT_OK
 
 

@@ -21,7 +21,7 @@ def pod_claims_name_a_template(args: StackValidationArgs, report_violation: Repo
 
     The scheduler holds a pod whose claim template does not exist, and Kueue admits no workload whose template it
     cannot read ("failed to get claim spec for ResourceClaimTemplate <name> in podset <podset>", Kueue v0.19.2
-    pkg/dra/claims.go): the job waits in its queue with its capacity held back from nothing. A ComputeDomain's
+    pkg/dra/claims.go): the job waits in its queue for good. A ComputeDomain's
     channel template exists only where the driver's controller runs (components/facts/nvidia_dra.py), in the
     ComputeDomain's namespace.
     """
@@ -29,12 +29,7 @@ def pod_claims_name_a_template(args: StackValidationArgs, report_violation: Repo
     makers = [o for o in objects if o["kind"] in TEMPLATE_MAKERS]
     if any(has_unknown(o if o["kind"] != "Deployment" else o.get("metadata")) for o in makers):
         return  # judged once the preview knows them
-    made = [*objects, *nvidia_dra.made_claim_templates(objects)]
-    templates = {
-        (lookup(o, "metadata.namespace") or "default", lookup(o, "metadata.name"))
-        for o in made
-        if o.get("kind") == "ResourceClaimTemplate"
-    }
+    templates = nvidia_dra.claim_templates(objects)
     for resource in args.resources:
         kind = kind_of(resource.resource_type)
         if kind is None:

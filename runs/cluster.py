@@ -79,6 +79,17 @@ def apply(api: Any, objects: list[Mapping[str, Any]], field_manager: str) -> lis
     return applied
 
 
+def adopt(api: Any, dependents: list[Mapping[str, Any]], owner: Mapping[str, Any], field_manager: str) -> list[str]:
+    """Apply each dependent again with `owner` (applied already) as its owner, so that deleting the owner (a cancel,
+    a Job's TTL) deletes them too; the objects applied, as `Kind namespace/name`."""
+    metadata = owner["metadata"]
+    resource = api.resources.get(api_version=owner["apiVersion"], kind=owner["kind"])
+    uid = resource.get(name=metadata["name"], namespace=metadata.get("namespace")).metadata.uid
+    reference = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": metadata["name"], "uid": uid}
+    owned = [{**d, "metadata": {**d["metadata"], "ownerReferences": [reference]}} for d in dependents]
+    return apply(api, owned, field_manager)
+
+
 def delete(api: Any, manifest: Mapping[str, Any], grace_seconds: int) -> None:
     """Delete with the pods' grace period (the trainers checkpoint on SIGTERM) and the pods with it."""
     metadata = manifest["metadata"]

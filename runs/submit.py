@@ -34,6 +34,9 @@ JOB_LISTS = {"maxtext": "maxtext", "fsdp": "fsdp"}  # a job file's kind -> its l
 SUBMITTED_LABEL = "trainyard/submitted-by"
 SUBMITTED_BY = "trainyard-job"
 FIELD_MANAGER = "trainyard"
+# What the stack makes for one job alone (its rendezvous Service, its ComputeDomain): a submitted job owns them, so
+# they go with it. Not the code ConfigMap, which the stack's own jobs of the same code share.
+OWNED_KINDS = ("Service", nvidia_dra.COMPUTE_DOMAIN_KIND)
 
 
 class JobFileError(ValueError):
@@ -56,8 +59,18 @@ class Rendered:
     job: JobFile
     plan: Plan
     verdict: Verdict
-    objects: list[dict[str, Any]]  # what submit applies, in order: referenced ConfigMaps first, then the job
+    objects: list[dict[str, Any]]  # what submit applies, in order: what the job's pods name first, then the job
     problems: list[str] = field(default_factory=list)  # this job's verdicts that fail it
+
+    @property
+    def job_object(self) -> dict[str, Any]:
+        return self.objects[-1]
+
+    @property
+    def owned(self) -> list[dict[str, Any]]:
+        """The objects the job owns once applied (OWNED_KINDS)."""
+        return [m for m in self.objects if o.kind(m) in OWNED_KINDS]
+
     notes: list[str] = field(default_factory=list)  # admission, forecast, advisories
 
     @property
@@ -125,8 +138,7 @@ def job_objects(manifests: list[dict[str, Any]], name: str) -> list[dict[str, An
     needed += [
         m
         for m in manifests
-        if o.kind(m) == nvidia_dra.COMPUTE_DOMAIN_KIND
-        and nvidia_dra.channel_claim_template(m)["metadata"]["name"] in claimed
+        if o.kind(m) == nvidia_dra.COMPUTE_DOMAIN_KIND and nvidia_dra.channel_template_of(m) in claimed
     ]
     submitted = []
     for manifest in own:

@@ -16,6 +16,8 @@ ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
 
 # Node labels GKE sets on every node of a pool.
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+# Where GKE's GPU nodes keep the NVIDIA driver and its libraries (the GPU driver installer's target).
+HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"

@@ -18,8 +18,8 @@ from components.facts import gke, gpu_software, nvidia_dra
 
 # GKE's pause image, as Google's own installer DaemonSet runs it after its init container.
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-# Where GKE's GPU nodes keep the NVIDIA libraries, and where the installer puts the gIB plugin.
-HOST_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+# Where the installer puts the gIB plugin, beside GKE's NVIDIA libraries (gke.HOST_NVIDIA_DIR).
+HOST_NVIDIA_DIR = gke.HOST_NVIDIA_DIR
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
 # The only host folders a workload pod may mount, read-only: the driver and gIB libraries the FSDP trainer loads.

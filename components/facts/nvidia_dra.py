@@ -16,6 +16,7 @@ controller on the system pool, the kubelet plugin on the NVL72 machines only.
 from __future__ import annotations
 
 import copy
+import posixpath
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
@@ -43,7 +44,7 @@ CRITICAL_QUOTA_PODS = 100
 # What the render sets (gen_nvidia_dra.py): GKE's NVIDIA driver root, the GPU device plugin left to GKE, no chart
 # affinity (trainyard places both pods below), and the controller held to the pack's restricted profile.
 CHART_VALUES: dict[str, Any] = {
-    "nvidiaDriverRoot": "/home/kubernetes/bin/nvidia",
+    "nvidiaDriverRoot": gke.HOST_NVIDIA_DIR,
     "resources": {"gpus": {"enabled": False}},
     "controller": {
         "affinity": None,
@@ -58,8 +59,8 @@ KUBELET_PLUGIN_HOST_PATHS = {
     "plugins-registry": "/var/lib/kubelet/plugins_registry",
     "plugins": "/var/lib/kubelet/plugins",
     "cdi": "/var/run/cdi",
-    "driver-root-parent": "/home/kubernetes/bin",
-    "driver-root": "/home/kubernetes/bin/nvidia",
+    "driver-root-parent": posixpath.dirname(gke.HOST_NVIDIA_DIR),
+    "driver-root": gke.HOST_NVIDIA_DIR,
 }
 KUBELET_PLUGIN_PRIVILEGED = ("init-container", "compute-domains")
 
@@ -156,31 +157,41 @@ def compute_domain_spec(job: str) -> dict[str, Any]:
     return {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": channel_template_name(job)}}}
 
 
+def channel_template_of(compute_domain: Mapping[str, Any]) -> str | None:
+    """The name of the channel template a ComputeDomain object asks the controller for."""
+    return ((compute_domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
+
+
 def channel_claim_template(compute_domain: Mapping[str, Any]) -> dict[str, Any]:
     """The ResourceClaimTemplate the controller creates for `compute_domain`, as far as Kueue reads it: one channel
     device of CHANNEL_DEVICE_CLASS per claiming pod (the opaque config naming the domain is the driver's)."""
-    metadata = compute_domain.get("metadata") or {}
-    name = ((compute_domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
     request = {"name": CHANNEL_REQUEST, "exactly": {"deviceClassName": CHANNEL_DEVICE_CLASS}}
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": metadata.get("namespace") or "default"},
+        "metadata": {"name": channel_template_of(compute_domain), "namespace": _namespace(compute_domain)},
         "spec": {"spec": {"devices": {"requests": [request]}}},
     }
 
 
-def made_claim_templates(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The templates the driver's controller will make for the ComputeDomains among `objects` (objects as
-    applied: apiVersion, kind, metadata, spec), when `objects` run the controller; none otherwise."""
+def claim_templates(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """The ResourceClaimTemplates that will exist, by (namespace, name): those among `objects` (as applied:
+    apiVersion, kind, metadata, spec), and those the driver's controller makes for their ComputeDomains when
+    `objects` run the controller."""
     objects = list(objects)
     runs_controller = any(
         o.get("kind") == "Deployment" and (o.get("metadata") or {}).get("name") == CONTROLLER for o in objects
     )
-    if not runs_controller:
-        return []
-    return [
-        channel_claim_template(o)
-        for o in objects
-        if o.get("kind") == COMPUTE_DOMAIN_KIND and o.get("apiVersion") == COMPUTE_DOMAIN_API_VERSION
+    domains = [
+        o for o in objects if o.get("kind") == COMPUTE_DOMAIN_KIND and o.get("apiVersion") == COMPUTE_DOMAIN_API_VERSION
     ]
+    made = [channel_claim_template(domain) for domain in domains] if runs_controller else []
+    return {
+        (_namespace(o), (o.get("metadata") or {}).get("name")): o
+        for o in [*objects, *made]
+        if o.get("kind") == "ResourceClaimTemplate"
+    }
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("namespace") or "default"

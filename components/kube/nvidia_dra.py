@@ -76,7 +76,8 @@ class NvidiaDraDriver(pulumi.ComponentResource):
         super().__init__("trainyard:k8s:NvidiaDraDriver", name, None, opts)
         machines = {pool.machine.accelerator: pool.machine for pool in args.pools}
         arm = any(machine.cpu_arch == "arm64" for machine in machines.values())
-        objects = nvidia_dra.configured_driver(args.controller_node_selector, machines, gke.gpu_node_tolerations(arm))
+        tolerations = gke.gpu_node_tolerations(arm)
+        objects = nvidia_dra.configured_driver(args.controller_node_selector, list(machines), tolerations)
 
         def options(_: dict[str, Any], earlier: list[pulumi.Resource]) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=earlier)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.config.models import StackConfig
-from components.facts import gke
+from components.facts import gke, nvidia_dra
 from components.jobs.smoke_workloads import jax_job_name, nccl_job_name
 from components.kube.kueue import INTEGRATIONS
 from policies.props import lookup
@@ -43,7 +43,6 @@ from preflight.checks.kueue_flavors import (
 )
 from preflight.checks.kueue_objects import (
     KueueSetup,
-    claim_templates,
     cluster_queue_of,
     dra_requests,
     kueue_setup,
@@ -84,7 +83,7 @@ def check_admission(
     key of each workload (by its `trainyard/workload` label or object name)."""
     setup = kueue_setup(resources)
     objects = [r["inputs"] for r in resources if kind_of(r["type"])]
-    context = _Context(setup, objects, claim_templates(objects), node_pools(resources))
+    context = _Context(setup, objects, nvidia_dra.claim_templates(objects), node_pools(resources))
     queued = [obj for obj in objects if _managed(obj, setup)]
     outcomes = {id(obj): _admit(obj, context) for obj in queued}
     endless = [obj for obj in queued if obj.get("kind") in NEVER_ENDING and isinstance(outcomes[id(obj)][0], dict)]
@@ -206,6 +205,6 @@ def admitted_beside(
     under the queues and flavors of ``resources``: each pod set's flavor, or why it waits."""
     setup = kueue_setup(resources)
     objects = [r["inputs"] for r in resources if kind_of(r["type"])]
-    context = _Context(setup, objects, claim_templates(objects), node_pools(resources))
+    context = _Context(setup, objects, nvidia_dra.claim_templates(objects), node_pools(resources))
     _, held = _admit(running, context)
     return _admit(workload, context, held)[0]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.facts import kueue_release, nvidia_dra
+from components.facts import kueue_release
 from components.facts.kueue_release import HEAD_POD_SET, SUBMITTER_POD_SET, manager_config
 from components.kube.kueue import MANAGER_CONFIG
 from policies.props import items, lookup
@@ -139,16 +139,6 @@ def pod_sets(kind: str, obj: Mapping[str, Any]) -> list[PodSet]:
 def _pod_set(name: str, count: int, template: Any) -> PodSet:
     template = template or {}
     return PodSet(name, count, template.get("spec") or {}, lookup(template, "metadata.annotations") or {})
-
-
-def claim_templates(objects: list[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """The ResourceClaimTemplates Kueue will find: the plan's own, and those the NVIDIA DRA driver's controller
-    creates for each ComputeDomain of the plan (components/facts/nvidia_dra.py) once the driver runs."""
-    return {
-        (lookup(o, "metadata.namespace") or "default", lookup(o, "metadata.name")): o
-        for o in [*objects, *nvidia_dra.made_claim_templates(objects)]
-        if o.get("kind") == "ResourceClaimTemplate"
-    }
 
 
 def dra_requests(

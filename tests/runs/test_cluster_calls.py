@@ -5,6 +5,7 @@ read, with a kind the cluster does not serve skipped."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
@@ -25,7 +26,10 @@ class Resource:
     def __init__(self, calls: list, kind: str, items: list[dict]):
         self.calls, self.kind, self.items = calls, kind, items
 
-    def get(self, namespace: str | None = None) -> Listed:
+    def get(self, namespace: str | None = None, name: str | None = None) -> Listed | SimpleNamespace:
+        if name is not None:
+            self.calls.append(("get", self.kind, name))
+            return SimpleNamespace(metadata=SimpleNamespace(uid=f"uid-of-{name}"))
         self.calls.append(("list", self.kind, namespace))
         return Listed(self.items)
 
@@ -63,6 +67,29 @@ def test_submit_applies_each_object_server_side_as_trainyard_in_order():
         ("ConfigMap", "code", "trainyard"),
         ("RayJob", "run-1", "trainyard"),
     ]
+
+
+def test_submit_makes_the_job_own_what_was_sent_for_it_alone():
+    """Its Service and ComputeDomain get the applied Job (by uid) as owner, so a cancel or the Job's TTL deletes
+    them with it."""
+    api = Api({"Job": [], "Service": [], "ComputeDomain": []})
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "ft-1", "namespace": "trainyard"}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ft", "namespace": "trainyard"}}
+    domain = {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "ft-nvlink", "namespace": "trainyard"},
+        "spec": {"numNodes": 0},
+    }
+    assert cluster.adopt(api, [service, domain], job, "trainyard") == [
+        "Service trainyard/ft",
+        "ComputeDomain trainyard/ft-nvlink",
+    ]
+    assert api.calls[0] == ("get", "Job", "ft-1")
+    applied = [call["body"] for verb, _, call in api.calls[1:] if verb == "apply"]
+    reference = {"apiVersion": "batch/v1", "kind": "Job", "name": "ft-1", "uid": "uid-of-ft-1"}
+    assert [body["metadata"]["ownerReferences"] for body in applied] == [[reference], [reference]]
+    assert applied[1]["spec"] == {"numNodes": 0} and "ownerReferences" not in domain["metadata"]
 
 
 def test_cancel_deletes_with_the_grace_period_and_the_pods_first():

@@ -104,6 +104,8 @@ def test_a_multi_node_fsdp_job_brings_its_rendezvous_service_and_compute_domain(
     kinds = [(m["kind"], m["metadata"]["name"]) for m in rendered.objects]
     assert kinds[1:] == [("Service", "ft-two"), ("ComputeDomain", "ft-two-nvlink"), ("Job", kinds[-1][1])]
     assert kinds[0][0] == "ConfigMap" and kinds[-1][1].startswith("ft-two-")
+    assert [m["kind"] for m in rendered.owned] == ["Service", "ComputeDomain"]  # not the shared code ConfigMap
+    assert rendered.job_object["kind"] == "Job"
     (job,) = [m for m in rendered.objects if m["kind"] == "Job"]
     assert job["spec"]["template"]["spec"]["subdomain"] == "ft-two"
     assert [note for note in rendered.notes if "admitted on" in note] == [

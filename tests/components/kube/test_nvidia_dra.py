@@ -75,6 +75,7 @@ def test_the_controller_runs_on_the_system_pool_and_the_plugin_on_nvl72_nodes_on
     expression = {"key": gke.GPU_ACCELERATOR_LABEL, "operator": "In", "values": ["nvidia-gb200"]}
     assert term["matchExpressions"] == [expression]
     assert {"key": "kubernetes.io/arch", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
+    assert {"key": gke.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
     env = {e["name"]: e.get("value") for e in plugin["containers"][0]["env"]}
     assert env["NVIDIA_DRIVER_ROOT"] == "/home/kubernetes/bin/nvidia"  # GKE's, not the chart's "/"
 
@@ -140,6 +141,20 @@ def test_kueue_refuses_the_channel_when_its_device_class_is_not_mapped():
     }
 
 
+def test_the_kubelet_plugins_shape_is_the_renders():
+    """The record the pack exempts is what the vendored render runs: its host paths, privileged containers,
+    image and account."""
+    (daemon_set,) = [o for o in nvidia_dra.release_objects() if o["kind"] == "DaemonSet"]
+    pod = daemon_set["spec"]["template"]["spec"]
+    containers = pod["initContainers"] + pod["containers"]
+    shape = NVIDIA_DRA_KUBELET_PLUGIN
+    assert {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == shape.host_paths
+    assert tuple(c["name"] for c in containers if c["securityContext"].get("privileged")) == shape.privileged_containers
+    assert {c["image"] for c in containers} == set(shape.images)
+    assert pod["serviceAccountName"] == shape.service_account
+    assert (daemon_set["metadata"]["namespace"], daemon_set["metadata"]["name"]) == (shape.namespace, shape.name)
+
+
 def test_the_pack_exempts_the_kubelet_plugin_in_its_shape_only():
     assert HOST_WORKLOADS[NVIDIA_DRA_KUBELET_PLUGIN.ref] is NVIDIA_DRA_KUBELET_PLUGIN
     plan_json = plan().to_json()
@@ -169,9 +184,25 @@ def test_a_compute_domain_is_replaced_not_updated_and_the_api_refusal_is_named_o
     assert refused and refused[0].verdict == "refused" and "spec is immutable" in refused[0].says
 
 
-def test_a_single_node_job_and_other_gpu_machines_get_no_domain(dev_plan):
+def test_other_gpu_machines_get_no_driver_and_no_domain(dev_plan):
     assert not [m for m in dev_plan.manifests if m["kind"] == "ComputeDomain"]
     assert not [m for m in dev_plan.manifests if m["metadata"].get("namespace") == nvidia_dra.NAMESPACE]
+
+
+def test_a_single_node_job_claims_no_channel():
+    """NVLink inside one VM needs no IMEX channel: a 1-node job gets no domain, while the driver stays for the pool."""
+    from preflight.engine.plan import plan_config
+    from preflight.engine.stack_files import read_stack_files
+
+    files = read_stack_files(PROJECT_DIR, "a4x")
+    jobs = json.loads(files.config["trainyard:jobs"])
+    jobs["fsdp"][0]["nodes"] = 1
+    jobs["smoke"]["enabled"] = False
+    single = plan_config(files.project, "a4x", files.main, {**files.config, "trainyard:jobs": json.dumps(jobs)})
+    assert not [m for m in single.manifests if m["kind"] == "ComputeDomain"]
+    spec = manifest(single, "Job", JOB)["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["resourceClaims"]] == ["rdma"]
+    assert manifest(single, "DaemonSet", nvidia_dra.KUBELET_PLUGIN)
     (pool,) = load_stack_config(plan().config, "a4x").gpu_pools
     assert spans_nvlink_domain(pool, 2) and not spans_nvlink_domain(pool, 1)
 
@@ -182,6 +213,7 @@ def test_the_pack_refuses_a_channel_claim_no_driver_will_make():
         **plan_json,
         "resources": _resources_without(lambda r: r["name"].endswith(f"/{nvidia_dra.CONTROLLER}")),
     }
-    fired = [v for v in evaluate(without, {}) if v.policy == "pod-claims-name-a-template"]
-    assert {v.message.split("'")[1].rsplit("-", 1)[0] for v in fired} >= {f"trainyard/{JOB}"}
-    assert all(nvidia_dra.channel_template_name("") in v.message for v in fired)
+    fired = [v.message for v in evaluate(without, {}) if v.policy == "pod-claims-name-a-template"]
+    template = nvidia_dra.channel_template_name(JOB)
+    assert any(m.startswith(f"Job 'trainyard/{JOB}-") and f"ResourceClaimTemplate '{template}'" in m for m in fired)
+    assert all(nvidia_dra.channel_template_name("") in message for message in fired), fired
