@@ -27,9 +27,18 @@ from dataclasses import dataclass
 
 from components.facts.maxtext import maxtext_settings
 from components.facts.maxtext_memory import CONFIG_KEYS
-from preflight.forecast.maxtext_hbm import DTYPE_BYTES, NoEstimate, axis_size, base_yml_defaults
+from preflight.forecast.maxtext_hbm import (
+    DTYPE_BYTES,
+    NoEstimate,
+    axis_size,
+    base_yml_defaults,
+    check_states_on_device,
+    data_parallelism,
+    fit_layout,
+    job_mesh,
+    state_bytes,
+)
 from tools.maxtext_fit.hlo_cost import StepWork
-from workloads.maxtext.cli import split_maxtext_args
 from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
 
 WEIGHT_GATHER_BYTES = 2  # fsdp gathers bf16 weights
@@ -52,6 +61,9 @@ POLICY_KEEPS: dict[str, tuple[str, ...]] = {
     "save_out_proj": ("out_proj",),
     "none": DOTS,
 }
+# Decoder blocks whose weights Architecture.params counts to within 1 % of their published sizes, untied output head
+# (tests/preflight/forecast/test_maxtext_flops.py): a lower bound on HBM may only rest on an exact count.
+PARAMS_COUNTED = ("llama2", "mistral", "mixtral")
 MODEL_DEFAULTS = ("num_experts", "num_experts_per_tok", "capacity_factor", "head_dim")
 
 
@@ -200,12 +212,34 @@ def instant_work(maxtext_args: Sequence[str], chips_per_slice: int, slices: int,
 def instant_work_for_fit_argv(fit_argv: Sequence[str], steps: int) -> tuple[StepWork, int]:
     """(a device's work, the slices it runs on) for a fit check's arguments, at the fewest slices, as the fit check
     compiles an elastic job; `per_chip` makes it a chip's."""
-    flags, maxtext_args = split_maxtext_args(fit_argv)
-    values = dict(zip(flags[::2], flags[1::2], strict=False))
-    devices_per_chip = int(values.get("--devices-per-chip", 1))
-    chips_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"])
-    fewest = int(values.get("--min-slices", values["--slices"]))
-    return instant_work(maxtext_args, chips_per_slice * devices_per_chip, fewest, steps), fewest
+    layout = fit_layout(fit_argv)
+    return instant_work(layout.maxtext_args, layout.devices_per_slice, layout.slices, steps), layout.slices
+
+
+def states_floor(maxtext_args: Sequence[str], devices_per_slice: int, slices: int) -> float:
+    """The least HBM a device holds for a model of the PARAMS_COUNTED blocks, mixtures of experts included: its share
+    of the weights and AdamW's two moments, sharded over every mesh axis but data (maxtext_hbm's states). No
+    gradients, activations or gathered weights: whatever else the step holds comes on top. NoEstimate where the
+    states may live elsewhere (another optimizer, host offload) or the weights are not counted exactly."""
+    overrides = parse_overrides(maxtext_args)
+    name = overrides.get("model_name", "default")
+    model = {**maxtext_settings().defaults, **maxtext_settings().model_config(name)}
+    if model.get("decoder_block") not in PARAMS_COUNTED or model.get("logits_via_embedding"):
+        raise NoEstimate(f"{name}: its weights are not counted exactly (decoder blocks {', '.join(PARAMS_COUNTED)})")
+    args = {**base_yml_defaults(), "opt_type": str(model.get("opt_type", "adamw")), **overrides}
+    check_states_on_device(args)
+    arch = architecture(args)
+    if "base_num_decoder_layers" in args:
+        arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
+    weight, moment = state_bytes(args)
+    shards = devices_per_slice * slices / data_parallelism(job_mesh(args, devices_per_slice, slices))
+    return arch.params * (weight + 2 * moment) / shards
+
+
+def states_floor_for_fit_argv(fit_argv: Sequence[str]) -> float:
+    """`states_floor` per chip for a fit check's arguments."""
+    layout = fit_layout(fit_argv)
+    return states_floor(layout.maxtext_args, layout.devices_per_slice, layout.slices) * layout.devices_per_chip
 
 
 def per_chip(work: StepWork, devices_per_chip: int) -> StepWork:

@@ -81,8 +81,19 @@ POLICY_SAVES: dict[str, tuple[str, ...]] = {
     "none": (*_DOTS, "context"),  # no remat at all: at least every named tensor (an underestimate)
 }
 CUSTOM_TENSORS = ("decoder_layer_input", "context", *_DOTS)
+# MaxText's switches that move the weights or the optimizer's state to host memory: the estimate counts them in HBM.
+HOST_OFFLOAD = ("parameter_memory_host_offload", "optimizer_memory_host_offload")
 # What the estimate reads, where a job leaves MaxText's base.yml default (components/facts/maxtext_settings.json).
-DEFAULTED = ("per_device_batch_size", "max_target_length", "weight_dtype", "mu_dtype", "remat_policy", *CUSTOM_TENSORS)
+DEFAULTED = (
+    "per_device_batch_size",
+    "max_target_length",
+    "weight_dtype",
+    "mu_dtype",
+    "remat_policy",
+    "opt_type",
+    *HOST_OFFLOAD,
+    *CUSTOM_TENSORS,
+)
 
 
 @cache
@@ -94,6 +105,15 @@ def base_yml_defaults() -> dict[str, str]:
 
 class NoEstimate(ValueError):
     """The job is outside what the estimate models: the fit check's compile is the only verdict."""
+
+
+def check_states_on_device(args: Mapping[str, str]) -> None:
+    """NoEstimate unless the weights and AdamW's two moments stay in HBM, as the estimate counts them."""
+    if args["opt_type"] != "adamw":
+        raise NoEstimate(f"opt_type={args['opt_type']}: the estimate counts AdamW's state")
+    offloaded = [key for key in HOST_OFFLOAD if args[key].lower() == "true"]
+    if offloaded:
+        raise NoEstimate(f"{', '.join(offloaded)}: the estimate counts the states in HBM")
 
 
 @dataclass(frozen=True)
@@ -179,12 +199,9 @@ def estimate(
         raise NoEstimate(f"no instant estimate for model {args.get('model_name', 'default')} (dense Llama family only)")
     if "base_num_decoder_layers" in args:  # a model cut short (override_model_config=true)
         arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
-    try:
-        mesh = check_parallelism(args, chips_per_slice, slices)
-    except ParallelismError as error:
-        raise NoEstimate(str(error)) from error
-    weight = DTYPE_BYTES[args["weight_dtype"]]
-    moment = DTYPE_BYTES.get(args["mu_dtype"], weight)
+    check_states_on_device(args)
+    mesh = job_mesh(args, chips_per_slice, slices)
+    weight, moment = state_bytes(args)
     param_shards = chips_per_slice * slices / data_parallelism(mesh)
     tensor = axis_size(mesh, "tensor")
     tokens = float(args["per_device_batch_size"]) * int(args["max_target_length"])
@@ -210,6 +227,19 @@ def estimate(
         every_layer=every_layer,
         calibrated=calibrated,
     )
+
+
+def job_mesh(args: Mapping[str, str], devices_per_slice: int, slices: int) -> MeshShape:
+    try:
+        return check_parallelism(args, devices_per_slice, slices)
+    except ParallelismError as error:
+        raise NoEstimate(str(error)) from error
+
+
+def state_bytes(args: Mapping[str, str]) -> tuple[int, int]:
+    """Bytes of a weight and of each AdamW moment (mu_dtype, or the weight's when unset)."""
+    weight = DTYPE_BYTES[args["weight_dtype"]]
+    return weight, DTYPE_BYTES.get(args["mu_dtype"], weight)
 
 
 def per_token_shape(arch: ModelArchitecture) -> tuple[int, ...]:
@@ -260,15 +290,31 @@ def data_parallelism(mesh: MeshShape) -> int:
     return axis_size(mesh, "data")
 
 
-def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:
-    """The estimate per chip, of chips with `usable_bytes` each, for a fit check's arguments
-    (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args). MaxText shards over JAX devices, so the estimate
-    is made per device (a TPU7x chip is two) and given per chip."""
+@dataclass(frozen=True)
+class FitLayout:
+    """A fit check's arguments (tools/maxtext_fit/fit_plan.py: slice flags, --, MaxText args) as the estimates read
+    them: MaxText shards over JAX devices (a TPU7x chip is two), and an elastic job is compiled at its fewest slices."""
+
+    maxtext_args: list[str]
+    devices_per_chip: int
+    devices_per_slice: int
+    slices: int
+
+
+def fit_layout(fit_argv: Sequence[str]) -> FitLayout:
     flags, maxtext_args = split_maxtext_args(fit_argv)
     values = dict(zip(flags[::2], flags[1::2], strict=False))
     devices_per_chip = int(values.get("--devices-per-chip", 1))
     devices_per_slice = int(values["--hosts-per-slice"]) * int(values["--chips-per-host"]) * devices_per_chip
-    fewest = values.get("--min-slices", values["--slices"])  # the fit check compiles an elastic job at its fewest
-    usable_per_device = usable_bytes / devices_per_chip if usable_bytes is not None else None
-    per_device = estimate(maxtext_args, devices_per_slice, int(fewest), usable_per_device)
-    return per_device.per_chip(devices_per_chip)
+    return FitLayout(
+        list(maxtext_args), devices_per_chip, devices_per_slice, int(values.get("--min-slices", values["--slices"]))
+    )
+
+
+def estimate_for_fit_argv(fit_argv: Sequence[str], usable_bytes: float | None = None) -> HbmEstimate:
+    """The estimate per chip, of chips with `usable_bytes` each, for a fit check's arguments: made per device and
+    given per chip."""
+    layout = fit_layout(fit_argv)
+    usable_per_device = usable_bytes / layout.devices_per_chip if usable_bytes is not None else None
+    per_device = estimate(layout.maxtext_args, layout.devices_per_slice, layout.slices, usable_per_device)
+    return per_device.per_chip(layout.devices_per_chip)

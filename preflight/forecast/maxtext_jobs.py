@@ -25,7 +25,7 @@ from components.facts.node_shapes import GIB
 from components.jobs.ray_workloads import maxtext_entrypoint
 from preflight.forecast.calibration import NoCalibration, tpu_calibration
 from preflight.forecast.maxtext import TpuForecast, forecast
-from preflight.forecast.maxtext_flops import instant_work_for_fit_argv, per_chip
+from preflight.forecast.maxtext_flops import instant_work_for_fit_argv, per_chip, states_floor_for_fit_argv
 from preflight.forecast.maxtext_hbm import (
     DOES_NOT_FIT,
     TOO_CLOSE,
@@ -202,10 +202,9 @@ def instant_forecast(
         held: HbmEstimate | None = estimate_for_fit_argv(argv, usable)
     except NoEstimate:
         held = None
-    if held is not None:
-        refused = hbm_refusal(config, job, held, usable, generation)
-        if refused is not None:
-            return refused
+    refused = hbm_refusal(config, job, held, usable, generation) if held else states_refusal(config, job, argv, usable)
+    if refused is not None:
+        return refused
     try:
         work, slices = instant_work_for_fit_argv(argv, job.steps)
     except NoEstimate as error:
@@ -234,6 +233,26 @@ def hbm_refusal(
             undecided=True,
         )
     return None
+
+
+def states_refusal(config: StackConfig, job: MaxTextJobConfig, argv: list[str], usable: float) -> NoForecast | None:
+    """A job the HBM estimate does not size (a mixture of experts, say) that cannot run even so: its weights and
+    AdamW state alone, counted from its architecture, exceed the chip's usable HBM. None where they do not (the
+    compile decides) or cannot be counted."""
+    try:
+        floor = states_floor_for_fit_argv(argv)
+    except NoEstimate:
+        return None
+    if floor <= usable:
+        return None
+    generation = config.slice_group(job.slices).slice.generation.name
+    return NoForecast(
+        job.name,
+        f"~{floor / GIB:.1f} GiB of HBM per chip for its weights and AdamW state alone (before gradients, activations "
+        f"and gathered weights) against {generation}'s {usable / GIB:.1f} usable, by the instant count: "
+        + what_to_change(config, job),
+        True,
+    )
 
 
 def judged_as(held: HbmEstimate) -> str:

@@ -6,8 +6,14 @@ import pytest
 
 from benchmarks.maxtext_recipes import recipe
 from preflight.diff.markdown import forecast_cell
-from preflight.forecast.maxtext_flops import architecture, flops_per_token, instant_work, instant_work_for_fit_argv
-from preflight.forecast.maxtext_hbm import base_yml_defaults
+from preflight.forecast.maxtext_flops import (
+    architecture,
+    flops_per_token,
+    instant_work,
+    instant_work_for_fit_argv,
+    states_floor,
+)
+from preflight.forecast.maxtext_hbm import NoEstimate, base_yml_defaults, estimate
 from preflight.forecast.maxtext_jobs import INSTANT, MaxTextJobForecast
 from preflight.forecast.report import stack_forecasts
 from preflight.report import forecast_summary
@@ -51,11 +57,13 @@ def test_a_mixture_of_experts_counts_the_experts_each_token_meets():
 
 
 def test_a_mixtral_job_gets_an_instant_step_but_the_run_waits_for_the_fit_check(fit_check_root):
-    """No HBM estimate sizes a mixture of experts: the step is forecast, and the run fails (too close to call) until
-    `make fit-check` compiles it."""
+    """No HBM estimate sizes a mixture of experts: the step is forecast, and where its weights and AdamW state fit
+    (~16 GiB a chip, sharded over both slices) the run fails (too close to call) until `make fit-check` compiles it."""
 
     def mixtral(values):
-        values["trainyard:jobs"]["maxtext"][0].update(name="mixtral", modelName="mixtral-8x7b", perDeviceBatchSize=1)
+        values["trainyard:jobs"]["maxtext"][0].update(
+            name="mixtral", modelName="mixtral-8x7b", perDeviceBatchSize=1, dcn={"fsdp": 2}
+        )
 
     config = dev_config(mixtral)
     (result,) = [r for r in stack_forecasts(config, fit_check_root) if r.job == "mixtral"]
@@ -65,3 +73,58 @@ def test_a_mixtral_job_gets_an_instant_step_but_the_run_waits_for_the_fit_check(
     assert "TOO CLOSE TO CALL: no instant estimate for mixtral-8x7b" in result.lines()[-1]
     assert forecast_cell(result.to_json()).startswith("TOO CLOSE TO CALL (no HBM estimate): ")
     assert forecast_summary(result.to_json()).startswith("TOO CLOSE TO CALL (no HBM estimate): step ")
+
+
+@pytest.mark.parametrize(
+    ("model", "published"),
+    [
+        ("llama3-8b", 8.03e9),  # meta-llama/Meta-Llama-3-8B's model card
+        ("mistral-7b", 7.24e9),  # mistralai/Mistral-7B-v0.1
+        ("mixtral-8x7b", 46.7e9),  # mistralai/Mixtral-8x7B-v0.1
+        ("mixtral-8x22b", 140.6e9),  # mistralai/Mixtral-8x22B-v0.1
+    ],
+)
+def test_the_weights_of_the_counted_blocks_are_their_published_sizes(model, published):
+    """A lower bound on HBM rests on these counts (PARAMS_COUNTED), so each is held to 1 % of its model card."""
+    args = {**base_yml_defaults(), "model_name": model}
+    assert architecture(args).params == pytest.approx(published, rel=0.01)
+
+
+def test_a_mixture_of_experts_whose_states_alone_overflow_the_chips_does_not_fit(fit_check_root):
+    """No HBM estimate sizes Mixtral, but its weights and AdamW state are counted: with the dev job's layout (each
+    slice a data replica, the states sharded over its 16 chips) 8x7B's need ~32.6 GiB a chip of v6e's 31.2 before
+    anything else, so the run stops at once, naming what to change."""
+
+    def mixtral(values):
+        values["trainyard:jobs"]["maxtext"][0].update(name="mixtral", modelName="mixtral-8x7b", perDeviceBatchSize=1)
+
+    (result,) = [r for r in stack_forecasts(dev_config(mixtral), fit_check_root) if r.job == "mixtral"]
+    assert result.cannot_run and not result.undecided
+    assert "~32.6 GiB of HBM per chip for its weights and AdamW state alone" in result.reason
+    assert "trainyard:jobs.maxtext[0].ici/dcn: fsdp rather than data" in result.reason
+    params = architecture({**base_yml_defaults(), "model_name": "mixtral-8x7b"}).params
+    assert states_floor(["model_name=mixtral-8x7b", "ici_tensor_parallelism=4", "dcn_data_parallelism=2"], 16, 2) == (
+        pytest.approx(params * 12 / 16)
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["model_name=mixtral-8x22b", "optimizer_memory_host_offload=true"], "optimizer_memory_host_offload"),
+        (["model_name=mixtral-8x22b", "opt_type=sgd"], "opt_type=sgd"),
+        (["model_name=deepseek3-671b"], "not counted exactly"),
+    ],
+)
+def test_no_floor_where_the_states_may_live_elsewhere_or_are_not_counted(args, why):
+    with pytest.raises(NoEstimate, match=why):
+        states_floor(args, 32, 1)
+    if "model_name=mixtral-8x22b" not in args:
+        return
+    with pytest.raises(NoEstimate, match="no instant estimate"):  # the dense estimate knows no Mixtral either
+        estimate(args, 32, 1)
+
+
+def test_the_dense_estimate_leaves_a_job_with_host_offload_to_the_compile():
+    with pytest.raises(NoEstimate, match="parameter_memory_host_offload"):
+        estimate([*LLAMA, "parameter_memory_host_offload=true"], 16, 1)
