@@ -25,7 +25,7 @@ _REQUEST_ENDINGS = {
     "CapacityRevoked": "DWS took the nodes back (the run window ended or capacity was reclaimed)",
 }
 # Kueue's refusals of a workload's DRA claims (pkg/dra/claims.go, v0.19.2): it reserves no quota until they are fixed.
-_MISSING_TEMPLATE = re.compile(r"failed to get claim spec for ResourceClaimTemplate (\S+) in podset")
+_MISSING_TEMPLATE = re.compile(r"failed to get claim spec for ResourceClaimTemplate (\S+) in podset \S+: (.*)")
 _UNMAPPED_CLASS = re.compile(r"DeviceClass (\S+) is not mapped in DRA configuration")
 
 
@@ -97,26 +97,34 @@ def _pending(job: TrainingJob, now: datetime, positions: Mapping[str, int], hold
 def _claims_refused(job: TrainingJob, message: str, age: str) -> list[str]:
     """Kueue cannot count the devices the job's pods claim: no quota is even asked for until that is fixed."""
     lines = [f"pending for {age}: Kueue cannot count its pods' device claims, so it asks no quota", f"Kueue: {message}"]
+    return [*lines, f"next: {_claims_next(job, message)}"]
+
+
+def _claims_next(job: TrainingJob, message: str) -> str:
     namespace = o.meta(job.job).get("namespace", "default")
-    missing, unmapped = _MISSING_TEMPLATE.search(message), _UNMAPPED_CLASS.search(message)
-    domain = nvidia_dra.compute_domain_of_template(missing.group(1)) if missing else None
+    unread = _MISSING_TEMPLATE.search(message)
+    if unread is None:
+        unmapped = _UNMAPPED_CLASS.search(message)
+        device_class = unmapped.group(1) if unmapped else "?"
+        return (
+            f"the stack's Kueue configuration counts no resource for device class {device_class} (it maps those of "
+            "the stack's own pools): run the job on a pool of the stack"
+        )
+    template, error = unread.groups()
+    if "not found" not in error:
+        return f"Kueue could not read ResourceClaimTemplate {template} ({error}): check its access to the API server"
+    retried = "Kueue tries again by itself (controller-runtime's backoff: at most ~17 minutes apart) once it exists"
+    domain = nvidia_dra.compute_domain_of_template(template)
     if domain:
-        lines.append(
-            f"next: NVIDIA's DRA driver makes {missing.group(1)} for the ComputeDomain {domain}: check that it exists "
-            f"(`kubectl -n {namespace} get computedomain {domain}`) and that the driver runs (`kubectl -n "
-            f"{nvidia_dra.NAMESPACE} get pods`); Kueue admits the job by itself once the template is there"
+        return (
+            f"NVIDIA's DRA driver makes {template} for the ComputeDomain {domain}: check that it exists (`kubectl -n "
+            f"{namespace} get computedomain {domain}`) and that the driver runs (`kubectl -n {nvidia_dra.NAMESPACE} "
+            f"get pods`); {retried}"
         )
-    elif missing:
-        lines.append(
-            f"next: no ResourceClaimTemplate {missing.group(1)} in namespace {namespace}: create it, or submit the job "
-            "with `trainyard job submit`, which sends what its pods name"
-        )
-    elif unmapped:
-        lines.append(
-            f"next: the stack's Kueue configuration counts no resource for device class {unmapped.group(1)} (it maps "
-            "those of the stack's own pools): run the job on a pool of the stack"
-        )
-    return lines
+    return (
+        f"no ResourceClaimTemplate {template} in namespace {namespace}: a template of the stack (RDMA or DCN NICs) "
+        f"comes back with `pulumi up`, a submitted job's with `trainyard job submit`; {retried}"
+    )
 
 
 def _provisioning(job: TrainingJob, now: datetime, positions: Mapping[str, int], holders: Sequence[str]) -> list[str]:

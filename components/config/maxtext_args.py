@@ -61,6 +61,15 @@ def cli_value(text: str) -> Any:
     return None if isinstance(value, str) and value.lower() == "none" else value
 
 
+def is_true(text: str) -> bool:
+    """Whether MaxText reads `key=text` as True for a bool setting (YAML 1.1's true/yes/on, then pydantic's lenient
+    bool: 1, t, y...); an unreadable value (the config check refuses it) is not."""
+    try:
+        return bool(pydantic.TypeAdapter(bool).validate_python(cli_value(text)))
+    except (UnreadableValue, pydantic.ValidationError):
+        return False
+
+
 # pyconfig._prepare_for_pydantic gives these an empty string back where the value read as None.
 _NONE_AS_EMPTY = ("run_name", "dump_hlo_module_name", "dump_hlo_local_module_name")
 

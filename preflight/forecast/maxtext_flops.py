@@ -25,21 +25,22 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from components.config.maxtext_args import is_true
 from components.facts.maxtext import maxtext_settings
 from components.facts.maxtext_memory import CONFIG_KEYS
 from preflight.forecast.maxtext_hbm import (
     DTYPE_BYTES,
     NoEstimate,
     axis_size,
-    base_yml_defaults,
     check_states_on_device,
     data_parallelism,
     fit_layout,
     job_mesh,
+    job_settings,
     state_bytes,
 )
 from tools.maxtext_fit.hlo_cost import StepWork
-from workloads.maxtext.parallelism import MeshShape, ParallelismError, check_parallelism, parse_overrides
+from workloads.maxtext.parallelism import MeshShape
 
 WEIGHT_GATHER_BYTES = 2  # fsdp gathers bf16 weights
 ACTIVATION_BYTES = 2
@@ -186,14 +187,9 @@ def communication(
 
 def instant_work(maxtext_args: Sequence[str], chips_per_slice: int, slices: int, steps: int) -> StepWork:
     """The job's step per chip, counted; NoEstimate where its model or options are outside the count."""
-    args = {**base_yml_defaults(), **parse_overrides(maxtext_args)}
+    args = job_settings(maxtext_args)
     arch = architecture(args)
-    if "base_num_decoder_layers" in args:
-        arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
-    try:
-        mesh = check_parallelism(args, chips_per_slice, slices)
-    except ParallelismError as error:
-        raise NoEstimate(str(error)) from error
+    mesh = job_mesh(args, chips_per_slice, slices)
     sequence = int(args["max_target_length"])
     tokens = float(args["per_device_batch_size"]) * sequence
     per_token = flops_per_token(arch, args, sequence)
@@ -221,19 +217,14 @@ def states_floor(maxtext_args: Sequence[str], devices_per_slice: int, slices: in
     of the weights and AdamW's two moments, sharded over every mesh axis but data (maxtext_hbm's states). No
     gradients, activations or gathered weights: whatever else the step holds comes on top. NoEstimate where the
     states may live elsewhere (another optimizer, host offload) or the weights are not counted exactly."""
-    overrides = parse_overrides(maxtext_args)
-    name = overrides.get("model_name", "default")
-    model = {**maxtext_settings().defaults, **maxtext_settings().model_config(name)}
-    if model.get("decoder_block") not in PARAMS_COUNTED or model.get("logits_via_embedding"):
+    args = job_settings(maxtext_args)
+    name = args.get("model_name", "default")
+    resolved = {**maxtext_settings().defaults, **maxtext_settings().model_config(name), **args}
+    if str(resolved.get("decoder_block")) not in PARAMS_COUNTED or is_true(str(resolved.get("logits_via_embedding"))):
         raise NoEstimate(f"{name}: its weights are not counted exactly (decoder blocks {', '.join(PARAMS_COUNTED)})")
-    args = {**base_yml_defaults(), "opt_type": str(model.get("opt_type", "adamw")), **overrides}
     check_states_on_device(args)
-    arch = architecture(args)
-    if "base_num_decoder_layers" in args:
-        arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
-    weight, moment = state_bytes(args)
     shards = devices_per_slice * slices / data_parallelism(job_mesh(args, devices_per_slice, slices))
-    return arch.params * (weight + 2 * moment) / shards
+    return architecture(args).params * state_bytes(args) / shards
 
 
 def states_floor_for_fit_argv(fit_argv: Sequence[str]) -> float:

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from components.config.maxtext_args import is_true
 from components.facts.maxtext import maxtext_settings
 from components.facts.maxtext_memory import MAXTEXT_ARCHITECTURES
 from components.facts.models import ModelArchitecture
@@ -81,8 +82,11 @@ POLICY_SAVES: dict[str, tuple[str, ...]] = {
     "none": (*_DOTS, "context"),  # no remat at all: at least every named tensor (an underestimate)
 }
 CUSTOM_TENSORS = ("decoder_layer_input", "context", *_DOTS)
-# MaxText's switches that move the weights or the optimizer's state to host memory: the estimate counts them in HBM.
-HOST_OFFLOAD = ("parameter_memory_host_offload", "optimizer_memory_host_offload")
+# MaxText's switches that move the weights or the optimizer's state to host memory, or shard them over the data axis
+# too (ZeRO-1): the estimate counts them in HBM, sharded over every axis but data.
+STATES_ELSEWHERE = ("parameter_memory_host_offload", "optimizer_memory_host_offload", "shard_optimizer_over_data")
+# Settings that change which weights have optimizer state or how weights are sharded: left to the compile.
+STATES_RESHAPED = ("trainable_parameters_mask", "logical_axis_rules")
 # What the estimate reads, where a job leaves MaxText's base.yml default (components/facts/maxtext_settings.json).
 DEFAULTED = (
     "per_device_batch_size",
@@ -91,7 +95,7 @@ DEFAULTED = (
     "mu_dtype",
     "remat_policy",
     "opt_type",
-    *HOST_OFFLOAD,
+    *STATES_ELSEWHERE,
     *CUSTOM_TENSORS,
 )
 
@@ -103,17 +107,25 @@ def base_yml_defaults() -> dict[str, str]:
     return {key: str(defaults[key]) for key in DEFAULTED}
 
 
+def job_settings(maxtext_args: Sequence[str]) -> dict[str, str]:
+    """The settings the estimates read, as MaxText resolves them: base.yml's defaults, then the model's config, then
+    the job's own arguments."""
+    overrides = parse_overrides(maxtext_args)
+    model = maxtext_settings().model_config(overrides.get("model_name", "default"))
+    return {**base_yml_defaults(), **{key: str(model[key]) for key in DEFAULTED if key in model}, **overrides}
+
+
 class NoEstimate(ValueError):
     """The job is outside what the estimate models: the fit check's compile is the only verdict."""
 
 
 def check_states_on_device(args: Mapping[str, str]) -> None:
-    """NoEstimate unless the weights and AdamW's two moments stay in HBM, as the estimate counts them."""
+    """NoEstimate unless every weight and its AdamW moments stay in HBM, sharded as the estimate counts them."""
     if args["opt_type"] != "adamw":
         raise NoEstimate(f"opt_type={args['opt_type']}: the estimate counts AdamW's state")
-    offloaded = [key for key in HOST_OFFLOAD if args[key].lower() == "true"]
-    if offloaded:
-        raise NoEstimate(f"{', '.join(offloaded)}: the estimate counts the states in HBM")
+    elsewhere = [key for key in STATES_ELSEWHERE if is_true(args[key])] + [k for k in STATES_RESHAPED if k in args]
+    if elsewhere:
+        raise NoEstimate(f"{', '.join(elsewhere)}: the estimate counts every weight's state in HBM, off the data axis")
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,7 @@ def estimate(
 ) -> HbmEstimate:
     """HBM per chip of the job's step on chips with `usable_bytes` each; NoEstimate when its model or options are
     outside the estimate."""
-    args = {**base_yml_defaults(), **parse_overrides(maxtext_args)}
+    args = job_settings(maxtext_args)
     arch = MAXTEXT_ARCHITECTURES.get(args.get("model_name", "default"))
     if arch is None:
         raise NoEstimate(f"no instant estimate for model {args.get('model_name', 'default')} (dense Llama family only)")
@@ -201,13 +213,13 @@ def estimate(
         arch = dataclasses.replace(arch, layers=int(args["base_num_decoder_layers"]))
     check_states_on_device(args)
     mesh = job_mesh(args, chips_per_slice, slices)
-    weight, moment = state_bytes(args)
+    weight = DTYPE_BYTES[args["weight_dtype"]]
     param_shards = chips_per_slice * slices / data_parallelism(mesh)
     tensor = axis_size(mesh, "tensor")
     tokens = float(args["per_device_batch_size"]) * int(args["max_target_length"])
     widths = tensor_widths(arch)
     gathered_layer = arch.layer_params * ACTIVATION_BYTES / tensor
-    states = arch.params * (weight + 2 * moment) / param_shards
+    states = arch.params * state_bytes(args) / param_shards
     gradients = arch.params * weight / param_shards
     activations = arch.layers * tokens * sum(widths[name] for name in saved_tensors(args)) * ACTIVATION_BYTES
     logits = tokens * arch.vocab * LOGIT_BYTES
@@ -236,10 +248,11 @@ def job_mesh(args: Mapping[str, str], devices_per_slice: int, slices: int) -> Me
         raise NoEstimate(str(error)) from error
 
 
-def state_bytes(args: Mapping[str, str]) -> tuple[int, int]:
-    """Bytes of a weight and of each AdamW moment (mu_dtype, or the weight's when unset)."""
+def state_bytes(args: Mapping[str, str]) -> int:
+    """Bytes a weight holds with its AdamW state: the weight, the first moment in mu_dtype (the weight's when unset),
+    the second in the weight's dtype (optax's scale_by_adam takes mu_dtype for the first moment only)."""
     weight = DTYPE_BYTES[args["weight_dtype"]]
-    return weight, DTYPE_BYTES.get(args["mu_dtype"], weight)
+    return 2 * weight + DTYPE_BYTES.get(args["mu_dtype"], weight)
 
 
 def per_token_shape(arch: ModelArchitecture) -> tuple[int, ...]:

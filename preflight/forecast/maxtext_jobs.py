@@ -198,11 +198,11 @@ def instant_forecast(
     tpu = config.slice_group(job.slices).slice
     generation = tpu.generation.name
     usable = usable_hbm_bytes_per_chip(generation)
-    try:
-        held: HbmEstimate | None = estimate_for_fit_argv(argv, usable)
-    except NoEstimate:
-        held = None
-    refused = hbm_refusal(config, job, held, usable, generation) if held else states_refusal(config, job, argv, usable)
+    held = _estimate(argv, usable)
+    if held is not None:
+        refused = hbm_refusal(config, job, held, usable, generation)
+    else:
+        refused = states_refusal(config, job, argv, usable, generation)
     if refused is not None:
         return refused
     try:
@@ -235,7 +235,9 @@ def hbm_refusal(
     return None
 
 
-def states_refusal(config: StackConfig, job: MaxTextJobConfig, argv: list[str], usable: float) -> NoForecast | None:
+def states_refusal(
+    config: StackConfig, job: MaxTextJobConfig, argv: list[str], usable: float, generation: str
+) -> NoForecast | None:
     """A job the HBM estimate does not size (a mixture of experts, say) that cannot run even so: its weights and
     AdamW state alone, counted from its architecture, exceed the chip's usable HBM. None where they do not (the
     compile decides) or cannot be counted."""
@@ -245,12 +247,14 @@ def states_refusal(config: StackConfig, job: MaxTextJobConfig, argv: list[str], 
         return None
     if floor <= usable:
         return None
-    generation = config.slice_group(job.slices).slice.generation.name
+    key = f"trainyard:jobs.maxtext[{config.jobs.maxtext.index(job)}]"
     return NoForecast(
         job.name,
         f"~{floor / GIB:.1f} GiB of HBM per chip for its weights and AdamW state alone (before gradients, activations "
-        f"and gathered weights) against {generation}'s {usable / GIB:.1f} usable, by the instant count: "
-        + what_to_change(config, job),
+        f"and gathered weights) against {generation}'s {usable / GIB:.1f} usable, by the instant count: shard them "
+        f"over more chips ({key}.ici/dcn: fsdp rather than data, so that slices stop holding a copy each), run on a "
+        f"larger slice group, or keep the optimizer state in host memory ({key}.extraArgs: "
+        "optimizer_memory_host_offload: true, which the compile then judges)",
         True,
     )
 

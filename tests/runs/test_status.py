@@ -160,7 +160,18 @@ def test_a_claim_template_the_stack_does_not_name_or_an_unmapped_class_says_what
     assert (
         why.explain(job, now, positions)[-1]
         .strip()
-        .startswith("next: no ResourceClaimTemplate team-nics in namespace trainyard: create it")
+        .startswith(
+            "next: no ResourceClaimTemplate team-nics in namespace trainyard: a template of the stack (RDMA or DCN NICs) "
+            "comes back with `pulumi up`"
+        )
+    )
+    not_found, unread = 'ResourceClaimTemplate.resource.k8s.io "team-nics" not found', "Timeout: failed waiting"
+    reserved["message"] = reserved["message"].replace(not_found, f"{unread} for *v1 Informer to sync")
+    (job,) = training_jobs(objects)
+    assert (
+        why.explain(job, now, positions)[-1]
+        .strip()
+        .startswith("next: Kueue could not read ResourceClaimTemplate team-nics (Timeout: failed waiting")
     )
     reserved["message"] = (
         'spec.podSets[0].template.spec.resourceClaims[1].resourceClaimTemplateName: Not found: "DeviceClass '

@@ -109,22 +109,49 @@ def test_a_mixture_of_experts_whose_states_alone_overflow_the_chips_does_not_fit
 
 
 @pytest.mark.parametrize(
-    ("args", "why"),
+    ("extra", "why"),
     [
-        (["model_name=mixtral-8x22b", "optimizer_memory_host_offload=true"], "optimizer_memory_host_offload"),
-        (["model_name=mixtral-8x22b", "opt_type=sgd"], "opt_type=sgd"),
-        (["model_name=deepseek3-671b"], "not counted exactly"),
+        (["optimizer_memory_host_offload=true"], "optimizer_memory_host_offload"),
+        (["optimizer_memory_host_offload=1"], "optimizer_memory_host_offload"),  # MaxText reads 1, yes, on as true
+        (["parameter_memory_host_offload=yes"], "parameter_memory_host_offload"),
+        (["shard_optimizer_over_data=True"], "shard_optimizer_over_data"),  # ZeRO-1: the states span the data axis
+        (["trainable_parameters_mask=['.*decoder.*']"], "trainable_parameters_mask"),
+        (["opt_type=sgd"], "opt_type=sgd"),
     ],
 )
-def test_no_floor_where_the_states_may_live_elsewhere_or_are_not_counted(args, why):
+def test_no_floor_and_no_estimate_where_the_states_may_live_elsewhere(extra, why):
+    """Both the floor (any counted block) and the dense estimate leave such a job to the compile."""
     with pytest.raises(NoEstimate, match=why):
+        states_floor(["model_name=mixtral-8x22b", *extra], 32, 1)
+    with pytest.raises(NoEstimate, match=why):
+        estimate([*LLAMA, *extra], 16, 1)
+
+
+def test_a_false_switch_keeps_both_figures():
+    off = ["optimizer_memory_host_offload=no", "shard_optimizer_over_data=0"]
+    assert states_floor(["model_name=mixtral-8x22b", *off], 32, 1) == states_floor(["model_name=mixtral-8x22b"], 32, 1)
+    assert estimate([*LLAMA, *off], 16, 1) == estimate(LLAMA, 16, 1)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["model_name=deepseek3-671b"],  # MLA, shared experts, dense first layers: not counted exactly
+        ["model_name=gemma2-2b"],  # its output head is the embedding
+        ["model_name=llama3-8b", "override_model_config=true", "logits_via_embedding=true"],  # the job's own tie
+    ],
+)
+def test_no_floor_where_the_weights_are_not_counted_exactly(args):
+    with pytest.raises(NoEstimate, match="not counted exactly"):
         states_floor(args, 32, 1)
-    if "model_name=mixtral-8x22b" not in args:
-        return
-    with pytest.raises(NoEstimate, match="no instant estimate"):  # the dense estimate knows no Mixtral either
-        estimate(args, 32, 1)
 
 
-def test_the_dense_estimate_leaves_a_job_with_host_offload_to_the_compile():
-    with pytest.raises(NoEstimate, match="parameter_memory_host_offload"):
-        estimate([*LLAMA, "parameter_memory_host_offload=true"], 16, 1)
+def test_the_second_moment_keeps_the_weights_dtype():
+    """optax's scale_by_adam takes mu_dtype for the first moment only: bf16 weights with an fp32 mu hold 2 + 4 + 2
+    bytes a weight, not 2 + 4 + 4."""
+    mixed = ["model_name=mixtral-8x7b", "weight_dtype=bfloat16", "mu_dtype=float32"]
+    params = architecture({**base_yml_defaults(), "model_name": "mixtral-8x7b"}).params
+    assert states_floor(mixed, 32, 1) == pytest.approx(params * 8 / 32)
+    assert estimate([*LLAMA, "weight_dtype=bfloat16", "mu_dtype=float32"], 16, 1).states == pytest.approx(
+        architecture({**base_yml_defaults(), "model_name": "llama3.1-8b"}).params * 8 / 16, rel=0.01
+    )
