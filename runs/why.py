@@ -27,6 +27,9 @@ _REQUEST_ENDINGS = {
 # Kueue's refusals of a workload's DRA claims (pkg/dra/claims.go, v0.19.2): it reserves no quota until they are fixed.
 _MISSING_TEMPLATE = re.compile(r"failed to get claim spec for ResourceClaimTemplate (\S+) in podset \S+: (.*)")
 _UNMAPPED_CLASS = re.compile(r"DeviceClass (\S+) is not mapped in DRA configuration")
+# Any of Kueue's DRA refusals: a field error under a pod set's claims, the gate off, a claim by name
+# (pkg/controller/core/workload_controller.go:430-496).
+_DRA_REFUSAL = re.compile(r"resourceClaims\[|Workload uses DRA resources|does not support use of resource claims")
 
 
 def explain(
@@ -80,7 +83,7 @@ def _pending(job: TrainingJob, now: datetime, positions: Mapping[str, int], hold
     since = reserved.since if reserved else o.created(job.workload or job.job)
     position = positions.get(o.name(job.workload or {}))
     where = f", position {position + 1} in its ClusterQueue" if position is not None else ""
-    if reserved and (_MISSING_TEMPLATE.search(reserved.message) or _UNMAPPED_CLASS.search(reserved.message)):
+    if reserved and _DRA_REFUSAL.search(reserved.message):
         return _claims_refused(job, reserved.message, o.age(since, now))
     lines = [f"pending for {o.age(since, now)}: waiting for quota{where}"]
     if reserved and reserved.message:
@@ -101,18 +104,25 @@ def _claims_refused(job: TrainingJob, message: str, age: str) -> list[str]:
 
 
 def _claims_next(job: TrainingJob, message: str) -> str:
-    namespace = o.meta(job.job).get("namespace", "default")
-    unread = _MISSING_TEMPLATE.search(message)
-    if unread is None:
-        unmapped = _UNMAPPED_CLASS.search(message)
-        device_class = unmapped.group(1) if unmapped else "?"
+    unread, unmapped = _MISSING_TEMPLATE.search(message), _UNMAPPED_CLASS.search(message)
+    if unread:
+        return _template_next(job, *unread.groups())
+    if unmapped:
         return (
-            f"the stack's Kueue configuration counts no resource for device class {device_class} (it maps those of "
-            "the stack's own pools): run the job on a pool of the stack"
+            f"the stack's Kueue configuration counts no resource for device class {unmapped.group(1)} (it maps those "
+            "of the stack's own pools): run the job on a pool of the stack"
         )
-    template, error = unread.groups()
+    if "Workload uses DRA resources" in message:
+        return "Kueue runs with its KueueDRAIntegration gate off (on in the stack's release): check its --feature-gates"
+    if "use of resource claims" in message:  # a pod naming a ResourceClaim
+        return "Kueue counts only claims made through a template (resourceClaimTemplateName), not a ResourceClaim"
+    return "Kueue refuses the pods' device claims as written (its message above): claim as the stack's own jobs do"
+
+
+def _template_next(job: TrainingJob, template: str, error: str) -> str:
     if "not found" not in error:
         return f"Kueue could not read ResourceClaimTemplate {template} ({error}): check its access to the API server"
+    namespace = o.meta(job.job).get("namespace", "default")
     retried = "Kueue tries again by itself (controller-runtime's backoff: at most ~17 minutes apart) once it exists"
     domain = nvidia_dra.compute_domain_of_template(template)
     if domain:

@@ -157,14 +157,9 @@ def test_a_claim_template_the_stack_does_not_name_or_an_unmapped_class_says_what
     (reserved,) = [c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved"]
     reserved["message"] = reserved["message"].replace("llama31-8b-fsdp-nvlink-channel", "team-nics")
     (job,) = training_jobs(objects)
-    assert (
-        why.explain(job, now, positions)[-1]
-        .strip()
-        .startswith(
-            "next: no ResourceClaimTemplate team-nics in namespace trainyard: a template of the stack (RDMA or DCN NICs) "
-            "comes back with `pulumi up`"
-        )
-    )
+    stack_template = "a template of the stack (RDMA or DCN NICs) comes back with `pulumi up`"
+    last = why.explain(job, now, positions)[-1].strip()
+    assert last.startswith(f"next: no ResourceClaimTemplate team-nics in namespace trainyard: {stack_template}")
     not_found, unread = 'ResourceClaimTemplate.resource.k8s.io "team-nics" not found', "Timeout: failed waiting"
     reserved["message"] = reserved["message"].replace(not_found, f"{unread} for *v1 Informer to sync")
     (job,) = training_jobs(objects)
@@ -182,6 +177,37 @@ def test_a_claim_template_the_stack_does_not_name_or_an_unmapped_class_says_what
     assert lines[0].endswith("Kueue cannot count its pods' device claims, so it asks no quota")
     assert "device class compute-domain-default-channel.nvidia.com" in lines[-1]
     assert lines[1].strip().startswith("Kueue: spec.podSets[0]")
+
+
+@pytest.mark.parametrize(
+    ("message", "next_step"),
+    [
+        (  # Kueue's own words (pkg/controller/core/workload_controller.go:439, :458)
+            "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled",
+            "next: Kueue runs with its KueueDRAIntegration gate off",
+        ),
+        (
+            "KueueDRAIntegration feature does not support use of resource claims",
+            "next: Kueue counts only claims made through a template",
+        ),
+        (  # a field error of pkg/dra/claims.go's other checks
+            (
+                "spec.podSets[0].template.spec.resourceClaims[1]: Invalid value: \"All\": AllocationMode 'All' is "
+                "not supported"
+            ),
+            "next: Kueue refuses the pods' device claims as written",
+        ),
+    ],
+)
+def test_every_dra_refusal_is_told_from_a_wait_for_quota(message, next_step):
+    objects, now, positions = snapshot("pending-dra-claim.yaml")
+    (workload,) = o.of_kind(objects, "Workload")
+    (reserved,) = [c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    reserved["message"] = message
+    (job,) = training_jobs(objects)
+    lines = why.explain(job, now, positions)
+    assert "Kueue cannot count its pods' device claims" in lines[0]
+    assert lines[-1].strip().startswith(next_step)
 
 
 def test_a_condition_list_in_another_order_gives_the_same_answer():
