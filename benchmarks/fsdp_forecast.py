@@ -35,8 +35,8 @@ sys.path.insert(0, str(PROJECT_DIR))
 from components.config.load import load_stack_config
 from components.config.models import StackConfig
 from components.facts import cost
+from components.facts.gpu_machines import A4_MACHINE_TYPE, gpu_machine
 from components.facts.models import ARCHITECTURES
-from components.facts.topology import A4_MACHINE_TYPE, gpu_machine
 from preflight.engine.stack_files import read_stack_files
 from preflight.forecast.calibration import gpu_calibration
 from preflight.forecast.fsdp import Checkpointing, FsdpRun, Hardware, forecast, memory

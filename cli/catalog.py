@@ -18,6 +18,7 @@ from cli.output import say
 from cli.parsing import Verbs, add_verb, json_option
 from components.facts import cost, node_shapes, topology, zones
 from components.facts.capacity import GPU_CAPACITIES, PRICE_COLUMNS, TPU_CAPACITIES, Capacity
+from components.facts.gpu_machines import GPU_MACHINES
 from components.facts.models import ARCHITECTURES
 
 GB = 1e9
@@ -101,14 +102,14 @@ def gpu_machines() -> list[dict[str, Any]]:
             "capacities": [str(mode) for mode in machine.capacities],
             "nvlinkDomainTopology": machine.nvlink_domain_topology,
         }
-        for machine in topology.GPU_MACHINES.values()
+        for machine in GPU_MACHINES.values()
     ]
 
 
 def machine_shapes() -> list[dict[str, Any]]:
     """Accelerator machines' vCPUs and memory, and the general-purpose machines the price book names."""
     names = dict.fromkeys([*(m for g in topology.TPU_GENERATIONS.values() for m in g.chips_per_machine_type)])
-    names.update(dict.fromkeys([*topology.GPU_MACHINES, *cost.load_prices().machines]))
+    names.update(dict.fromkeys([*GPU_MACHINES, *cost.load_prices().machines]))
     return [_shape(name) for name in names]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from components.facts import topology
+from components.facts import gpu_machines
 from components.facts.gke import ACCELERATOR_NETWORK_PROFILE, CLUSTER_TYPE, NODE_POOL_TYPE
 from components.facts.zones import zone_advisory
 from policies.pools import pool_facts
@@ -147,7 +147,7 @@ def dranet_pool_networks(args: ResourceValidationArgs, report_violation: ReportV
             None,
         )
     machine_type = lookup(args.props, "nodeConfig.machineType")
-    machine = topology.GPU_MACHINES.get(machine_type) if isinstance(machine_type, str) else None
+    machine = gpu_machines.GPU_MACHINES.get(machine_type) if isinstance(machine_type, str) else None
     if machine is not None and machine.dranet and not profile:
         report_violation(
             f"pool '{args.name}' ({machine_type}): its RDMA NICs reach pods only through DRANET, and "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.facts import cost, gke, topology
+from components.facts import cost, gke, gpu_machines, topology
 from components.facts.gke import GPU_RESOURCE, NODE_POOL_TYPE, TPU_RESOURCE
 from policies.derived_once import once_per_resource, once_per_stack
 from policies.props import entries, has_unknown, is_true, items, lookup, plain
@@ -115,8 +115,8 @@ def _gpus(props: Any) -> tuple[str | None, int]:
         if isinstance(kind, str) and isinstance(count, (int, float)) and not isinstance(count, bool):
             return kind, int(count)
     machine_type = lookup(props, "nodeConfig.machineType")
-    if isinstance(machine_type, str) and machine_type in topology.GPU_MACHINES:
-        machine = topology.GPU_MACHINES[machine_type]
+    if isinstance(machine_type, str) and machine_type in gpu_machines.GPU_MACHINES:
+        machine = gpu_machines.GPU_MACHINES[machine_type]
         return machine.accelerator, machine.gpus_per_vm
     return None, 0
 

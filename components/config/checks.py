@@ -21,7 +21,7 @@ from components.config.gpu_checks import gpu_machine_problems
 from components.config.job_checks import job_problems
 from components.config.models import NOT_A_CONFIG_KEY, GpuPoolConfig, StackConfig, TpuSliceConfig
 from components.config.problem import UNSET, ConfigProblem, reason
-from components.facts import cloud_rules, gcp_names, topology
+from components.facts import cloud_rules, gcp_names, gpu_machines, topology
 from components.facts.capacity import Capacity
 from components.facts.gke import FLEX_START_COMPACT_MACHINES, gke_version_below
 
@@ -257,7 +257,7 @@ def _gpu_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         path = f"trainyard:gpuPools[{index}]"
         yield from _capacity_problems(path, pool.capacity, pool.reservation)
         try:
-            topology.gpu_machine(pool.machine_type)
+            gpu_machines.gpu_machine(pool.machine_type)
         except topology.TopologyError as error:
             yield ConfigProblem(f"{path}.machineType", pool.machine_type, reason(error, pool.machine_type))
         if pool.capacity.flex_start and pool.min_nodes != 0:
@@ -302,7 +302,7 @@ def _compact_placement_problems(path: str, pool: GpuPoolConfig) -> Iterator[Conf
 
 
 def _known_gpu(machine_type: str) -> bool:
-    return machine_type in topology.GPU_MACHINES
+    return machine_type in gpu_machines.GPU_MACHINES
 
 
 def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:

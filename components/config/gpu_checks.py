@@ -1,6 +1,6 @@
 """What a GPU machine asks of the rest of the stack: capacity modes, GKE version, image platforms, networks.
 
-Each rule reads the machine's record (components/facts/topology.py); a pool of an unknown machine type is refused
+Each rule reads the machine's record (components/facts/gpu_machines.py); a pool of an unknown machine type is refused
 by checks.py already and skipped here.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problem import ConfigProblem
-from components.facts import topology
+from components.facts import gpu_machines
 from components.facts.gke import gke_version_below
 
 
@@ -18,7 +18,7 @@ def _known_pools(config: StackConfig) -> list[tuple[str, GpuPoolConfig]]:
     return [
         (f"trainyard:gpuPools[{index}]", pool)
         for index, pool in enumerate(config.gpu_pools)
-        if pool.machine_type in topology.GPU_MACHINES
+        if pool.machine_type in gpu_machines.GPU_MACHINES
     ]
 
 

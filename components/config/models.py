@@ -28,7 +28,7 @@ from components.config.base import (
     PinnedImage,
 )
 from components.config.jobs import JobsConfig, KueueConfig
-from components.facts import cloud_rules, gke, topology
+from components.facts import cloud_rules, gke, gpu_machines, topology
 from components.facts.capacity import GPU_CAPACITIES, TPU_CAPACITIES, Capacity
 from components.facts.gcp_names import CLUSTER_NAME_MAX, NODE_POOL_NAME_MAX
 
@@ -203,7 +203,7 @@ class TpuSliceConfig(ConfigModel):
 class GpuPoolConfig(ConfigModel):
     name: str = Field(pattern=DNS_LABEL, max_length=NODE_POOL_NAME_MAX)
     """Node pool name."""
-    machine_type: str = topology.A4_MACHINE_TYPE
+    machine_type: str = gpu_machines.A4_MACHINE_TYPE
     """GPU machine type."""
     min_nodes: Int = Field(0, ge=0)
     """Fewest nodes; 0 for flex-start pools."""
@@ -242,8 +242,8 @@ class GpuPoolConfig(ConfigModel):
         return self.topology_labels and (self.capacity.queued or held_full)
 
     @property
-    def machine(self) -> topology.GpuMachine:
-        return topology.gpu_machine(self.machine_type)
+    def machine(self) -> gpu_machines.GpuMachine:
+        return gpu_machines.gpu_machine(self.machine_type)
 
     @property
     def platform(self) -> str:
@@ -365,7 +365,7 @@ class StackConfig(BaseModel):
     @property
     def rdma_vpcs(self) -> bool:
         """The stack creates the gVNIC and RDMA VPCs: some GPU pool attaches them (not a DRANET one)."""
-        machines = (topology.GPU_MACHINES.get(pool.machine_type) for pool in self.gpu_pools)
+        machines = (gpu_machines.GPU_MACHINES.get(pool.machine_type) for pool in self.gpu_pools)
         return any(machine is None or not machine.dranet for machine in machines)
 
     @property

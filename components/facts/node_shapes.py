@@ -1,15 +1,15 @@
 """What one VM of a machine type holds, and what a node of it offers pods after GKE's reservations.
 
 The vCPUs and memory of each accelerator machine come from its record (components/facts/topology.py: a TPU
-generation's machines, a GPU machine's shape here); general-purpose machines from their series' sizes. Kueue quotas,
-preflight's placement check and the catalog read these figures.
+generation's machines; components/facts/gpu_machines.py: a GPU machine, its shape here); general-purpose machines
+from their series' sizes. Kueue quotas, preflight's placement check and the catalog read these figures.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.facts import gke, topology
+from components.facts import gke, gpu_machines, topology
 
 
 @dataclass(frozen=True)
@@ -167,14 +167,14 @@ def node_allocatable(machine_type: str, boot_disk_gb: float = DEFAULT_BOOT_DISK_
     shape = machine_shape(machine_type)
     accelerators: dict[str, int] = {}
     ssd_gib = (
-        topology.GPU_MACHINES[machine_type].local_ssd_gib
-        if machine_type in topology.GPU_MACHINES
+        gpu_machines.GPU_MACHINES[machine_type].local_ssd_gib
+        if machine_type in gpu_machines.GPU_MACHINES
         else topology.LOCAL_SSD_GIB
     )
     if (generation := topology.tpu_generation_of_machine(machine_type)) is not None:
         accelerators[gke.TPU_RESOURCE] = generation.chips_per_machine_type[machine_type]
-    elif machine_type in topology.GPU_MACHINES:
-        accelerators[gke.GPU_RESOURCE] = topology.GPU_MACHINES[machine_type].gpus_per_vm
+    elif machine_type in gpu_machines.GPU_MACHINES:
+        accelerators[gke.GPU_RESOURCE] = gpu_machines.GPU_MACHINES[machine_type].gpus_per_vm
     return Allocatable(
         cpu_millicores=allocatable_cpu_millicores(shape.vcpus),
         memory_bytes=allocatable_memory_bytes(shape.memory_gib),

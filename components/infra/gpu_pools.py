@@ -1,6 +1,6 @@
 """GPU node pools: A4 (8 x B200) on DWS flex-start with queued provisioning or another capacity mode, and A4X
 (4 x GB200, arm64) on a reservation, one NVL72 domain by a workload policy, its RDMA NICs through managed DRANET.
-What differs is read from the machine's record (components/facts/topology.py)."""
+What differs is read from the machine's record (components/facts/gpu_machines.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config.models import GpuPoolConfig
-from components.facts import gke, topology
+from components.facts import gke, gpu_machines
 from components.infra import node_pools
 
 
@@ -38,7 +38,7 @@ class GpuPools(pulumi.ComponentResource):
             return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy.name)
         return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact else None
 
-    def _network_config(self, machine: topology.GpuMachine) -> gcp.container.NodePoolNetworkConfigArgs | None:
+    def _network_config(self, machine: gpu_machines.GpuMachine) -> gcp.container.NodePoolNetworkConfigArgs | None:
         """The RDMA VPCs as additional node networks, or with DRANET none: GKE attaches the NICs itself."""
         if machine.dranet:
             return gcp.container.NodePoolNetworkConfigArgs(accelerator_network_profile=gke.ACCELERATOR_NETWORK_PROFILE)

@@ -237,7 +237,5 @@ class SmokeWorkloads(pulumi.ComponentResource):
                 **pod_identity(run_as=TRAINER_UID if on_trainer_image else None),
             ),
         )
-        extra = [script]
-        if nvlink.spans_nvlink_domain(pool, smoke.nccl_nodes):
-            extra.append(nvlink.compute_domain(job_name, self._namespace, self._opts))
-        return self._indexed_job(job_name, smoke.nccl_nodes, pod, extra)
+        domains = nvlink.compute_domains(pool, job_name, smoke.nccl_nodes, self._namespace, self._opts)
+        return self._indexed_job(job_name, smoke.nccl_nodes, pod, [script, *domains])

@@ -262,8 +262,7 @@ class TorchWorkloads(pulumi.ComponentResource):
             ),
         )
         extra = [service, self._code.config_map] + ([token] if token is not None else [])
-        if nvlink.spans_nvlink_domain(pool, job.nodes):
-            extra.append(nvlink.compute_domain(job.name, self._namespace, self._opts))
+        extra += nvlink.compute_domains(pool, job.name, job.nodes, self._namespace, self._opts)
         spec = k8s.batch.v1.JobSpecArgs(
             suspend=True,
             completion_mode="Indexed",

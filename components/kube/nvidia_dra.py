@@ -43,12 +43,15 @@ def container_claims(pool: GpuPoolConfig, nodes: int) -> list[k8s.core.v1.Resour
     return claims or None
 
 
-def compute_domain(
-    job: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    """The job's ComputeDomain: one per job across its revisions (its spec never changes, see
-    `nvidia_dra.compute_domain_spec`); should it ever change, the API refuses an update, so it is replaced."""
-    return k8s.apiextensions.CustomResource(
+def compute_domains(
+    pool: GpuPoolConfig, job: str, nodes: int, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> list[k8s.apiextensions.CustomResource]:
+    """The job's ComputeDomain where it spans VMs of an NVLink domain (none otherwise): one per job across its
+    revisions (its spec never changes, see `nvidia_dra.compute_domain_spec`); should it ever change, the API refuses
+    an update, so it is replaced."""
+    if not spans_nvlink_domain(pool, nodes):
+        return []
+    domain = k8s.apiextensions.CustomResource(
         f"compute-domain-{job}",
         api_version=nvidia_dra.COMPUTE_DOMAIN_API_VERSION,
         kind=nvidia_dra.COMPUTE_DOMAIN_KIND,
@@ -58,6 +61,7 @@ def compute_domain(
             opts, pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
         ),
     )
+    return [domain]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.models import GpuPoolConfig
-from components.facts import gke, topology
+from components.facts import gke
+from components.facts.gpu_machines import GpuMachine
 from components.facts.host_workloads import NCCL_INSTALLERS, PAUSE_USER, HostWorkload
 from components.infra.network import Networks, NodeNetwork
 from components.kube.dranet import claim_template
@@ -26,7 +27,7 @@ from components.kube.dranet import claim_template
 API_VERSION = f"{gke.NETWORKING_GROUP}/v1"
 
 
-def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[topology.GpuMachine]:
+def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[GpuMachine]:
     """The distinct GPU machine types of the stack's pools, in config order."""
     return list({pool.machine_type: pool.machine for pool in pools}.values())
 
@@ -34,11 +35,11 @@ def gpu_machines(pools: tuple[GpuPoolConfig, ...]) -> list[topology.GpuMachine]:
 RDMA_CLAIM = "rdma"  # the pod's name for its DRANET NICs' claim
 
 
-def claim_template_name(machine: topology.GpuMachine) -> str:
+def claim_template_name(machine: GpuMachine) -> str:
     return f"rdma-{machine.accelerator}"
 
 
-def pod_annotations(machine: topology.GpuMachine) -> dict[str, str]:
+def pod_annotations(machine: GpuMachine) -> dict[str, str]:
     """eth0 stays the pod's default interface; the RDMA VPCs' NICs are named here, DRANET's come through claims."""
     annotations = {gke.DEFAULT_INTERFACE_ANNOTATION: "eth0"}
     if machine.additional_network_names:
@@ -46,7 +47,7 @@ def pod_annotations(machine: topology.GpuMachine) -> dict[str, str]:
     return annotations
 
 
-def pod_claims(machine: topology.GpuMachine) -> list[k8s.core.v1.PodResourceClaimArgs] | None:
+def pod_claims(machine: GpuMachine) -> list[k8s.core.v1.PodResourceClaimArgs] | None:
     if not machine.dranet:
         return None
     return [
@@ -54,11 +55,11 @@ def pod_claims(machine: topology.GpuMachine) -> list[k8s.core.v1.PodResourceClai
     ]
 
 
-def container_claims(machine: topology.GpuMachine) -> list[k8s.core.v1.ResourceClaimArgs] | None:
+def container_claims(machine: GpuMachine) -> list[k8s.core.v1.ResourceClaimArgs] | None:
     return [k8s.core.v1.ResourceClaimArgs(name=RDMA_CLAIM)] if machine.dranet else None
 
 
-def pod_interfaces(machine: topology.GpuMachine) -> str:
+def pod_interfaces(machine: GpuMachine) -> str:
     """The `networking.gke.io/interfaces` annotation: eth0 stays the pod network, then eth1.. in NIC order."""
     interfaces = [{"interfaceName": "eth0", "network": "default"}]
     interfaces += [
@@ -104,7 +105,7 @@ class Rdma(pulumi.ComponentResource):
             self.ready.append(self._installer(NCCL_INSTALLERS[arch], accelerators, arm=arch == "arm64"))
         self.register_outputs({"networks": [network_name for network_name, _ in attached]})
 
-    def _claim_template(self, machine: topology.GpuMachine, namespace: k8s.core.v1.Namespace) -> pulumi.Resource:
+    def _claim_template(self, machine: GpuMachine, namespace: k8s.core.v1.Namespace) -> pulumi.Resource:
         """Every RDMA NIC of the VM for the one pod on it."""
         name = claim_template_name(machine)
         return claim_template(name, gke.GPU_DRANET_DEVICE_CLASS, machine.rdma_nics, namespace, self._opts)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.facts import gke, node_shapes, topology
+from components.facts import gke, gpu_machines, node_shapes
 from policies.pools import PoolFacts, pool_facts
 from policies.props import items, lookup
 from policies.workloads import RAY_KINDS, kind_of, pod_templates, selects_pool
@@ -130,7 +130,7 @@ def pool_taints(facts: PoolFacts, inputs: Mapping[str, Any]) -> tuple[Taint, ...
         taints.append(gke.GPU_TAINT)
     if facts.queued:
         taints.append(gke.QUEUED_TAINT)
-    machine = topology.GPU_MACHINES.get(facts.machine_type or "")
+    machine = gpu_machines.GPU_MACHINES.get(facts.machine_type or "")
     if machine is not None and machine.cpu_arch == "arm64":
         taints.append(gke.ARM64_TAINT)
     for taint in items(inputs, "nodeConfig.taints"):

@@ -8,8 +8,8 @@ from typing import Any
 from components.config.jobs import FsdpJobConfig
 from components.config.models import GpuPoolConfig, StackConfig
 from components.facts import cost
+from components.facts.gpu_machines import GpuMachine
 from components.facts.models import ModelArchitecture, known_architecture
-from components.facts.topology import GpuMachine
 from components.jobs.torch_workloads import trainer_args
 from preflight.forecast.calibration import EAGER, NoCalibration, gpu_calibration
 from preflight.forecast.fsdp import Checkpointing, Forecast, FsdpRun, Hardware, Memory, forecast, memory

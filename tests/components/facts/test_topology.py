@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from components.facts import topology
+from components.facts import gpu_machines, topology
 from tests.helpers.plans import PROJECT_DIR
 from tools.maxtext_fit.fit import HBM_BYTES_PER_CHIP
 
@@ -79,11 +79,11 @@ def test_impossible_slices_are_refused(args, message):
 
 
 def test_a4_shape():
-    a4 = topology.gpu_machine("a4-highgpu-8g")
+    a4 = gpu_machines.gpu_machine("a4-highgpu-8g")
     assert (a4.accelerator, a4.gpus_per_vm, a4.rdma_nics, a4.extra_gvnics) == ("nvidia-b200", 8, 8, 1)
     assert a4.additional_network_names == ("gvnic-1", *(f"rdma-{i}" for i in range(8)))
     with pytest.raises(topology.TopologyError, match="'a3-megagpu-8g' is not a supported GPU machine type"):
-        topology.gpu_machine("a3-megagpu-8g")
+        gpu_machines.gpu_machine("a3-megagpu-8g")
 
 
 def test_topology_imports_without_pulumi():

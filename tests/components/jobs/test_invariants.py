@@ -14,7 +14,7 @@ import shlex
 
 import pytest
 
-from components.facts import node_shapes, topology
+from components.facts import gpu_machines, node_shapes, topology
 from tests.helpers.plans import manifest, quotas
 from workloads.maxtext.cli import add_slice_flags, slice_facts_from, split_maxtext_args
 from workloads.maxtext.parallelism import check_elastic_parallelism, parse_overrides
@@ -126,7 +126,7 @@ def test_smoke_job_expects_the_slices_chips(variant):
 def test_pod_nics_are_network_objects(variant):
     _, _, _, plan = variant
     networks = {m["metadata"]["name"] for m in plan.manifests if m["kind"] == "Network"}
-    machine = topology.gpu_machine("a4-highgpu-8g")
+    machine = gpu_machines.gpu_machine("a4-highgpu-8g")
     for job in (manifest(plan, "Job", "llama31-70b-fsdp"), manifest(plan, "Job", "smoke-nccl-gpu-nodepool-dws")):
         annotation = job["spec"]["template"]["metadata"]["annotations"]["networking.gke.io/interfaces"]
         named = [i["network"] for i in json.loads(annotation) if i["network"] != "default"]

@@ -215,7 +215,7 @@ def test_per_op_checkpointing_recomputes_every_second_matmul_of_a_layer_and_keep
 
 
 def test_each_gpu_generation_runs_at_its_own_calibrated_efficiency():
-    from components.facts.topology import GPU_MACHINES
+    from components.facts.gpu_machines import GPU_MACHINES
     from preflight.forecast.calibration import GPU_COMPUTE_EFFICIENCY, NoCalibration, gpu_calibration
 
     assert {machine.accelerator for machine in GPU_MACHINES.values()} <= set(GPU_COMPUTE_EFFICIENCY)

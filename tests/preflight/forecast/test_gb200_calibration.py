@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.facts.topology import A4X_MACHINE_TYPE, gpu_machine
+from components.facts.gpu_machines import A4X_MACHINE_TYPE, gpu_machine
 from preflight.forecast.calibration import gpu_calibration
 
 
